@@ -1,0 +1,38 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace wick {
+
+enum class DeviceKind { Cpu, Cuda, Rocm };
+
+// A place tensors live. Cheap to copy and compare.
+class Device {
+ public:
+  Device() = default;
+  static Device cpu() { return Device(DeviceKind::Cpu, 0); }
+  static Device cuda(int ordinal = 0);  // throws Error(Device) when CUDA was not built or no such GPU
+  static Device rocm(int ordinal = 0);  // likewise for ROCm
+  static Device gpu(int ordinal = 0);   // whichever GPU backend was built
+  static Device best();                 // first GPU if one is usable, else the CPU
+  static Device parse(const std::string& name);  // "cpu", "cuda:0", "rocm:1", "gpu:0"
+
+  DeviceKind kind() const { return kind_; }
+  int ordinal() const { return ordinal_; }
+  bool is_cpu() const { return kind_ == DeviceKind::Cpu; }
+  bool is_gpu() const { return kind_ != DeviceKind::Cpu; }
+  std::string name() const;  // "cpu", "cuda:0", "rocm:0"
+  bool operator==(const Device& o) const { return kind_ == o.kind_ && ordinal_ == o.ordinal_; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+
+ private:
+  Device(DeviceKind k, int o) : kind_(k), ordinal_(o) {}
+  DeviceKind kind_ = DeviceKind::Cpu;
+  int ordinal_ = 0;
+};
+
+// Which backends this build of wick contains, and the devices present.
+std::vector<std::string> built_backends();  // e.g. {"cpu"} or {"cpu", "cuda"}
+std::vector<Device> available_devices();    // cpu first, then each usable GPU
+
+}  // namespace wick

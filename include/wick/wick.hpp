@@ -1,0 +1,8 @@
+#pragma once
+// The whole public API of wick.
+#include "wick/device.hpp"
+#include "wick/dtype.hpp"
+#include "wick/error.hpp"
+#include "wick/io.hpp"
+#include "wick/layout.hpp"
+#include "wick/tensor.hpp"

@@ -1,0 +1,99 @@
+#pragma once
+// The CPU reference backend. Each op family lives in its own file beside this one.
+#include <cstddef>
+#include <memory>
+
+#include "backend/storage.hpp"
+
+namespace wick::cpu {
+
+class CpuStorage final : public Storage {
+ public:
+  CpuStorage(size_t numel, DType dtype);  // uninitialised; Error(OutOfMemory) on failure
+  ~CpuStorage() override;
+
+  DType dtype() const override { return dtype_; }
+  Device device() const override { return Device::cpu(); }
+  size_t numel() const override { return numel_; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  template <class T> T* ptr() { return static_cast<T*>(data_); }
+  template <class T> const T* ptr() const { return static_cast<const T*>(data_); }
+
+  // fill_copy.cpp
+  void copy_to_host(void* dst) const override;
+  StoragePtr try_clone(const Layout& l) const override;
+  void const_set(Scalar v, const Layout& l) override;
+  void copy_strided_src(Storage& dst, size_t dst_offset, const Layout& src_l) const override;
+  void copy2d(Storage& dst, size_t d1, size_t d2, size_t src_s, size_t dst_s, size_t src_offset,
+              size_t dst_offset) const override;
+  StoragePtr to_dtype(const Layout& l, DType dtype) const override;
+
+  // elementwise.cpp
+  StoragePtr affine(const Layout& l, double mul, double add) const override;
+  StoragePtr powf(const Layout& l, double e) const override;
+  StoragePtr elu(const Layout& l, double alpha) const override;
+  StoragePtr unary(UnaryOp op, const Layout& l) const override;
+  StoragePtr binary(BinaryOp op, const Storage& rhs, const Layout& lhs_l, const Layout& rhs_l) const override;
+  StoragePtr cmp(CmpOp op, const Storage& rhs, const Layout& lhs_l, const Layout& rhs_l) const override;
+  StoragePtr where_cond(const Layout& l, const Storage& t, const Layout& t_l, const Storage& f,
+                        const Layout& f_l) const override;
+
+  // reduce.cpp, sort_scan.cpp
+  StoragePtr reduce(ReduceOp op, const Layout& l, const std::vector<size_t>& dims) const override;
+  StoragePtr cumsum(const Layout& l, size_t dim) const override;
+  StoragePtr arg_sort(const Layout& l, bool ascending) const override;
+
+  // indexing.cpp
+  StoragePtr index_select(const Storage& ids, const Layout& l, const Layout& ids_l, size_t dim) const override;
+  StoragePtr gather(const Layout& l, const Storage& ids, const Layout& ids_l, size_t dim) const override;
+  void scatter_set(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
+                   const Layout& src_l, size_t dim) override;
+  void scatter_add_set(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
+                       const Layout& src_l, size_t dim) override;
+  StoragePtr index_add(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
+                       const Layout& src_l, size_t dim) const override;
+
+  // matmul.cpp
+  StoragePtr matmul(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l, const Layout& rhs_l) const override;
+
+  // conv.cpp, pool_upsample.cpp
+  StoragePtr conv1d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv1dShape& s) const override;
+  StoragePtr conv_transpose1d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                              const Conv1dShape& s) const override;
+  StoragePtr conv2d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv2dShape& s) const override;
+  StoragePtr conv_transpose2d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                              const Conv2dShape& s) const override;
+  StoragePtr avg_pool2d(const Layout& l, size_t kh, size_t kw, size_t sh, size_t sw) const override;
+  StoragePtr max_pool2d(const Layout& l, size_t kh, size_t kw, size_t sh, size_t sw) const override;
+  StoragePtr upsample_nearest1d(const Layout& l, size_t out_l) const override;
+  StoragePtr upsample_nearest2d(const Layout& l, size_t out_h, size_t out_w) const override;
+  StoragePtr upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners,
+                                 std::optional<double> scale_h, std::optional<double> scale_w) const override;
+
+ private:
+  void* data_ = nullptr;
+  size_t numel_ = 0;
+  DType dtype_;
+};
+
+inline const CpuStorage& as_cpu(const Storage& s) { return static_cast<const CpuStorage&>(s); }
+inline CpuStorage& as_cpu(Storage& s) { return static_cast<CpuStorage&>(s); }
+inline std::shared_ptr<CpuStorage> new_storage(size_t numel, DType dtype) {
+  return std::make_shared<CpuStorage>(numel, dtype);
+}
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+  StoragePtr alloc(size_t numel, DType dtype) override;
+  StoragePtr zeros(size_t numel, DType dtype) override;
+  StoragePtr from_host(const void* data, size_t numel, DType dtype) override;
+  StoragePtr rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) override;
+  StoragePtr rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) override;
+  void synchronize() override {}
+};
+
+CpuBackend& cpu_backend();
+
+}  // namespace wick::cpu

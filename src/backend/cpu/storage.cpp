@@ -1,0 +1,134 @@
+// CpuStorage memory, the CPU Backend services, and the fill/copy/cast entries.
+#include <cstring>
+#include <new>
+
+#include "backend/cpu/cpu_storage.hpp"
+#include "backend/cpu/strided.hpp"
+#include "core/dispatch.hpp"
+#include "ops/numeric.hpp"
+#include "ops/random.hpp"
+
+namespace wick::cpu {
+
+CpuStorage::CpuStorage(size_t numel, DType dtype) : numel_(numel), dtype_(dtype) {
+  size_t bytes = numel * dtype_size(dtype);
+  if (numel != 0 && bytes / numel != dtype_size(dtype))
+    throw Error(ErrorKind::OutOfMemory, "cpu alloc: " + std::to_string(numel) + " elements of " + dtype_name(dtype) +
+                                            " overflow the address space");
+  try {
+    data_ = ::operator new(bytes ? bytes : 1, std::align_val_t(64));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::OutOfMemory, "cpu alloc: could not allocate " + std::to_string(bytes) + " bytes (" +
+                                            std::to_string(numel) + " x " + dtype_name(dtype) +
+                                            "); free tensors or use a smaller shape");
+  }
+}
+
+CpuStorage::~CpuStorage() { ::operator delete(data_, std::align_val_t(64)); }
+
+void CpuStorage::copy_to_host(void* dst) const { std::memcpy(dst, data_, numel_ * dtype_size(dtype_)); }
+
+StoragePtr CpuStorage::try_clone(const Layout& l) const {
+  auto out = new_storage(l.numel(), dtype_);
+  copy_strided_src(*out, 0, l);
+  return out;
+}
+
+void CpuStorage::const_set(Scalar v, const Layout& l) {
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    T val = v.is_int() ? cast<T>(v.to_int64()) : cast<T>(v.to_double());
+    T* p = ptr<T>();
+    auto plan = plan_strided<1>(l.shape, {&l});
+    parallel_for(plan.numel, [&](size_t b, size_t e) {
+      for_each_run<1>(plan, b, e, [&](size_t, size_t len, const auto& offs, const auto& inner) {
+        T* q = p + offs[0];
+        if (inner[0] == 1)
+          for (size_t j = 0; j < len; ++j) q[j] = val;
+        else
+          for (size_t j = 0; j < len; ++j) q[int64_t(j) * inner[0]] = val;
+      });
+    });
+  });
+}
+
+void CpuStorage::copy_strided_src(Storage& dst_s, size_t dst_offset, const Layout& src_l) const {
+  CpuStorage& dst = as_cpu(dst_s);
+  const size_t es = dtype_size(dtype_);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = dst.ptr<T>() + dst_offset;
+    const T* in = ptr<T>();
+    if (src_l.is_contiguous()) {
+      std::memcpy(out, in + src_l.offset, src_l.numel() * es);
+      return;
+    }
+    map_strided(out, src_l.shape, [](T x) { return x; }, {&src_l}, in);
+  });
+}
+
+void CpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size_t dst_s_, size_t src_offset,
+                        size_t dst_offset) const {
+  CpuStorage& dst = as_cpu(dst_s);
+  const size_t es = dtype_size(dtype_);
+  auto* out = static_cast<char*>(dst.data()) + dst_offset * es;
+  auto* in = static_cast<const char*>(data_) + src_offset * es;
+  parallel_for(d1, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) std::memcpy(out + i * dst_s_ * es, in + i * src_s * es, d2 * es);
+  }, std::max<size_t>(1, kParallelGrain / std::max<size_t>(d2, 1)));
+}
+
+StoragePtr CpuStorage::to_dtype(const Layout& l, DType to) const {
+  auto out = new_storage(l.numel(), to);
+  dispatch_dtype(dtype_, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_dtype(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      map_strided(out->ptr<To>(), l.shape, [](From x) { return cast<To>(x); }, {&l}, ptr<From>());
+    });
+  });
+  return out;
+}
+
+// ---- Backend services
+
+CpuBackend& cpu_backend() {
+  static CpuBackend b;
+  return b;
+}
+
+StoragePtr CpuBackend::alloc(size_t numel, DType dtype) { return new_storage(numel, dtype); }
+
+StoragePtr CpuBackend::zeros(size_t numel, DType dtype) {
+  auto s = new_storage(numel, dtype);
+  std::memset(s->data(), 0, numel * dtype_size(dtype));  // all-zero bits is 0 in every dtype
+  return s;
+}
+
+StoragePtr CpuBackend::from_host(const void* data, size_t numel, DType dtype) {
+  auto s = new_storage(numel, dtype);
+  if (numel) std::memcpy(s->data(), data, numel * dtype_size(dtype));
+  return s;
+}
+
+template <class Gen> static StoragePtr fill_random(size_t numel, DType dtype, Gen gen) {
+  auto s = new_storage(numel, dtype);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = s->ptr<T>();
+    parallel_for(numel, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) p[i] = cast<T>(gen(i));
+    }, 4096);
+  });
+  return s;
+}
+
+StoragePtr CpuBackend::rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) {
+  return fill_random(numel, dtype, [=](size_t i) { return lo + (hi - lo) * philox_uniform(seed, i); });
+}
+
+StoragePtr CpuBackend::rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) {
+  return fill_random(numel, dtype, [=](size_t i) { return mean + std * philox_normal(seed, i); });
+}
+
+}  // namespace wick::cpu

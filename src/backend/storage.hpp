@@ -1,0 +1,135 @@
+#pragma once
+// The backend contract: Candle's BackendStorage as C++ virtuals. Every backend implements
+// every entry for every dtype where the math is defined. The core has validated shapes,
+// dtypes and devices before a call arrives; a backend checks only what the core cannot
+// (index values, allocation failures) and throws wick::Error for those.
+//
+// Conventions: a Layout says where an operand's elements are inside its storage (any
+// strides, offset, zero-stride broadcast). Every op that returns a StoragePtr returns a
+// new contiguous row-major storage holding exactly the result's elements.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ops/op_kinds.hpp"
+#include "wick/tensor.hpp"
+
+namespace wick {
+
+class Storage;
+using StoragePtr = std::shared_ptr<Storage>;
+
+struct MatmulDims {
+  size_t b, m, n, k;  // batch count, (m x k) * (k x n)
+};
+
+// Shapes of a 1-D convolution, already checked by the core.
+struct Conv1dShape {
+  size_t b, c_in, l_in, c_out, k_size;  // input (b, c_in, l_in), kernel (c_out, c_in/groups, k) or
+                                         // (c_in, c_out/groups, k) for the transposed conv
+  Conv1dParams p;
+  size_t l_out() const;
+  size_t l_out_transposed() const;
+};
+struct Conv2dShape {
+  size_t b, c_in, h_in, w_in, c_out, k_h, k_w;
+  Conv2dParams p;
+  size_t h_out() const;
+  size_t w_out() const;
+  size_t h_out_transposed() const;
+  size_t w_out_transposed() const;
+};
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  virtual DType dtype() const = 0;
+  virtual Device device() const = 0;
+  virtual size_t numel() const = 0;  // elements allocated
+
+  // ---- fill and copy
+  // Copies the whole storage to host memory (numel * dtype_size bytes).
+  virtual void copy_to_host(void* dst) const = 0;
+  virtual StoragePtr try_clone(const Layout& l) const = 0;  // contiguous copy of the view
+  virtual void const_set(Scalar v, const Layout& l) = 0;     // every element of the view = v
+  // Writes the view src_l of this storage into dst, contiguous from dst_offset.
+  virtual void copy_strided_src(Storage& dst, size_t dst_offset, const Layout& src_l) const = 0;
+  // d1 rows of d2 elements: dst[dst_offset + i*dst_s + j] = src[src_offset + i*src_s + j].
+  virtual void copy2d(Storage& dst, size_t d1, size_t d2, size_t src_s, size_t dst_s, size_t src_offset,
+                      size_t dst_offset) const = 0;
+  virtual StoragePtr to_dtype(const Layout& l, DType dtype) const = 0;
+
+  // ---- element-wise
+  virtual StoragePtr affine(const Layout& l, double mul, double add) const = 0;
+  virtual StoragePtr powf(const Layout& l, double e) const = 0;
+  virtual StoragePtr elu(const Layout& l, double alpha) const = 0;
+  virtual StoragePtr unary(UnaryOp op, const Layout& l) const = 0;
+  // lhs_l and rhs_l have the same shape (broadcasting is done by the core with zero strides).
+  virtual StoragePtr binary(BinaryOp op, const Storage& rhs, const Layout& lhs_l, const Layout& rhs_l) const = 0;
+  virtual StoragePtr cmp(CmpOp op, const Storage& rhs, const Layout& lhs_l, const Layout& rhs_l) const = 0;  // u8
+  // this is the condition; all three layouts have the same shape.
+  virtual StoragePtr where_cond(const Layout& l, const Storage& t, const Layout& t_l, const Storage& f,
+                                const Layout& f_l) const = 0;
+
+  // ---- reductions: the result keeps every dim, the reduced ones with size 1.
+  // ArgMin/ArgMax return u32 indices into the flattened reduced dims; ties and NaN follow
+  // docs/semantics.md.
+  virtual StoragePtr reduce(ReduceOp op, const Layout& l, const std::vector<size_t>& dims) const = 0;
+  virtual StoragePtr cumsum(const Layout& l, size_t dim) const = 0;
+  virtual StoragePtr arg_sort(const Layout& l, bool ascending) const = 0;  // along the last dim, u32
+
+  // ---- indexing. ids may be u8 u32 i16 i32 i64; an out-of-range id throws Error(Index).
+  // index_select: out = l with dim replaced by ids.numel(); ids is 1-D.
+  virtual StoragePtr index_select(const Storage& ids, const Layout& l, const Layout& ids_l, size_t dim) const = 0;
+  // gather: out has ids' shape; out[..i..] = this[..ids[..i..]..] along dim.
+  virtual StoragePtr gather(const Layout& l, const Storage& ids, const Layout& ids_l, size_t dim) const = 0;
+  // In place on this storage (view l): this[..ids[..i..]..] = / += src[..i..] along dim.
+  virtual void scatter_set(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
+                           const Layout& src_l, size_t dim) = 0;
+  virtual void scatter_add_set(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
+                               const Layout& src_l, size_t dim) = 0;
+  // Returns a copy of the view l with src slices added at positions ids (1-D) along dim.
+  virtual StoragePtr index_add(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
+                               const Layout& src_l, size_t dim) const = 0;
+
+  // ---- linear algebra: lhs (b, m, k), rhs (b, k, n) described by rank-3-or-more layouts
+  // whose last two dims may be transposed; the output is contiguous (b, m, n).
+  virtual StoragePtr matmul(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l,
+                            const Layout& rhs_l) const = 0;
+
+  // ---- convolution, pooling, resampling (NCL / NCHW)
+  virtual StoragePtr conv1d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                            const Conv1dShape& s) const = 0;
+  virtual StoragePtr conv_transpose1d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                                      const Conv1dShape& s) const = 0;
+  virtual StoragePtr conv2d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                            const Conv2dShape& s) const = 0;
+  virtual StoragePtr conv_transpose2d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                                      const Conv2dShape& s) const = 0;
+  virtual StoragePtr avg_pool2d(const Layout& l, size_t kh, size_t kw, size_t sh, size_t sw) const = 0;
+  virtual StoragePtr max_pool2d(const Layout& l, size_t kh, size_t kw, size_t sh, size_t sw) const = 0;
+  virtual StoragePtr upsample_nearest1d(const Layout& l, size_t out_l) const = 0;
+  virtual StoragePtr upsample_nearest2d(const Layout& l, size_t out_h, size_t out_w) const = 0;
+  virtual StoragePtr upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners,
+                                         std::optional<double> scale_h, std::optional<double> scale_w) const = 0;
+};
+
+// Device-level services of a backend: allocation, upload, random numbers.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual StoragePtr alloc(size_t numel, DType dtype) = 0;  // contents unspecified
+  virtual StoragePtr zeros(size_t numel, DType dtype) = 0;
+  virtual StoragePtr from_host(const void* data, size_t numel, DType dtype) = 0;
+  // Element i of the result is philox_uniform / philox_normal (src/ops/random.hpp) of (seed, i).
+  virtual StoragePtr rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) = 0;
+  virtual StoragePtr rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) = 0;
+  virtual void synchronize() = 0;
+};
+
+// The backend of a device; throws Error(Device) when it was not built or is absent.
+Backend& backend_for(const Device& d);
+
+}  // namespace wick

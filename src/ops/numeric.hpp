@@ -1,0 +1,74 @@
+#pragma once
+// Numeric building blocks shared by every backend (host and device): the compute type of
+// each storage type, and the casts between the ten dtypes.
+#include <cstdint>
+#include <type_traits>
+
+#include "wick/dtype.hpp"
+
+namespace wick {
+
+template <class T> struct is_small_float : std::false_type {};
+template <> struct is_small_float<f16> : std::true_type {};
+template <> struct is_small_float<bf16> : std::true_type {};
+template <> struct is_small_float<f8e4m3> : std::true_type {};
+template <class T> constexpr bool is_small_float_v = is_small_float<T>::value;
+template <class T> constexpr bool is_float_v = is_small_float_v<T> || std::is_floating_point_v<T>;
+
+// Arithmetic happens in compute_t: f32 for the 1- and 2-byte floats, the type itself otherwise.
+template <class T> using compute_t = std::conditional_t<is_small_float_v<T>, float, T>;
+// Accumulators for sums: f32 for small floats, f64 for f64, the type itself for integers
+// (integer sums wrap like the type, as Candle's).
+template <class T> using acc_t = compute_t<T>;
+
+template <class T> WICK_HD compute_t<T> to_compute(T x) {
+  if constexpr (is_small_float_v<T>) return float(x);
+  else return x;
+}
+
+// Float -> integer follows Rust's `as` (what Candle does): truncate toward zero, saturate at
+// the type's bounds, NaN -> 0. Integer -> integer wraps (two's complement).
+template <class To> WICK_HD To saturating_float_to_int(double d) {
+  constexpr int kBits = int(sizeof(To) * 8);
+  if (!(d == d)) return To(0);
+  if constexpr (std::is_signed_v<To>) {
+    const double lim = double(uint64_t(1) << (kBits - 1));  // 2^(bits-1), exact in f64
+    if (d >= lim) return To(~(uint64_t(1) << (kBits - 1)));
+    if (d <= -lim) return To(uint64_t(1) << (kBits - 1));
+  } else {
+    const double lim = kBits == 64 ? 18446744073709551616.0 : double(uint64_t(1) << kBits);
+    if (d >= lim) return To(~To(0));
+    if (d <= 0.0) return To(0);
+  }
+  return To(d);  // in range: truncation toward zero
+}
+
+// f64 -> f32 rounding to odd: a later round-to-nearest-even to f16/bf16/f8 of the result
+// equals a single rounding of the f64 (24 bits >= target bits + 2).
+WICK_HD float f64_to_f32_round_odd(double x) {
+  float f = float(x);
+  double back = double(f);
+  if (back == x || f != f) return f;
+  uint32_t u = detail::f32_bits(f);
+  if ((u & 1u) == 0) u = (back < 0 ? -back : back) > (x < 0 ? -x : x) ? u - 1 : u + 1;
+  return detail::bits_f32(u);
+}
+
+// The one cast between any two of the ten types.
+template <class To, class From> WICK_HD To cast(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (is_small_float_v<To>) {
+    if constexpr (is_small_float_v<From> || std::is_same_v<From, float>) return To(float(x));
+    else return To(f64_to_f32_round_odd(double(x)));  // f64 and integers round once
+  } else if constexpr (std::is_floating_point_v<To>) {
+    if constexpr (is_small_float_v<From>) return To(float(x));
+    else return To(x);
+  } else {  // integer destination
+    if constexpr (is_small_float_v<From>) return saturating_float_to_int<To>(double(float(x)));
+    else if constexpr (std::is_floating_point_v<From>) return saturating_float_to_int<To>(double(x));
+    else return To(x);  // integer -> integer wraps
+  }
+}
+
+}  // namespace wick

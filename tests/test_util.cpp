@@ -1,0 +1,97 @@
+#include "test_util.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace wick::test {
+
+std::string fixture_path(const std::string& name) { return std::string(WICK_FIXTURES) + "/" + name; }
+
+std::vector<double> values(const Tensor& t) { return t.to_dtype(DType::F64).to_vector<double>(); }
+
+::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                                     double atol) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != expected " << want.size();
+  int bad = 0;
+  std::ostringstream msg;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double g = got[i], w = want[i];
+    bool ok;
+    if (std::isnan(w)) ok = std::isnan(g);
+    else if (std::isinf(w)) ok = g == w;
+    else ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    if (!ok && bad++ < 8) msg << "\n  [" << i << "] got " << g << " want " << w;
+  }
+  if (bad) return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements differ:" << msg.str();
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult all_close(const Tensor& got, const std::vector<double>& want, double rtol, double atol) {
+  return all_close(values(got), want, rtol, atol);
+}
+
+double rtol_for(DType d) {
+  switch (d) {
+    case DType::F64: return 1e-12;
+    case DType::F32: return 1e-5;
+    case DType::F16: return 1e-3;
+    case DType::BF16: return 8e-3;
+    case DType::F8E4M3: return 7e-2;
+    default: return 0;
+  }
+}
+
+Tensor as_transposed(const Tensor& t) {
+  return t.t().contiguous().t();  // same values; storage holds the transpose
+}
+
+Tensor as_offset(const Tensor& t) {
+  Shape s = t.shape();
+  if (s.empty()) s = {1};
+  Shape head = s, tail = s;
+  head[0] = 2;
+  tail[0] = 1;
+  Tensor big = Tensor::cat({Tensor::zeros(head, t.dtype(), t.device()), t.reshape(s),
+                            Tensor::zeros(tail, t.dtype(), t.device())}, 0);
+  return big.narrow(0, 2, s[0]).reshape(t.shape());
+}
+
+}  // namespace wick::test
+
+#include <fstream>
+
+namespace wick::test {
+
+nlohmann::json load_json_fixture(const std::string& name) {
+  std::ifstream f(fixture_path(name));
+  if (!f) throw std::runtime_error("missing fixture " + fixture_path(name));
+  return nlohmann::json::parse(f);
+}
+
+std::vector<double> doubles_from_json(const nlohmann::json& data) {
+  std::vector<double> out;
+  for (const auto& x : data) {
+    if (x.is_string()) {
+      std::string s = x.get<std::string>();
+      out.push_back(s == "nan" ? NAN : s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : std::stod(s));
+    } else {
+      out.push_back(x.get<double>());
+    }
+  }
+  return out;
+}
+
+Tensor tensor_from_json(const nlohmann::json& j) {
+  DType d = dtype_from_name(j.at("dtype").get<std::string>());
+  Shape shape = j.at("shape").get<Shape>();
+  std::vector<double> v = doubles_from_json(j.at("data"));
+  if (d == DType::I64) {  // keep 64-bit integers exact
+    std::vector<int64_t> iv;
+    for (const auto& x : j.at("data")) iv.push_back(x.get<int64_t>());
+    return Tensor::from_vector(iv, shape);
+  }
+  return Tensor::from_vector(v, shape).to_dtype(d);
+}
+
+}  // namespace wick::test

@@ -1,0 +1,45 @@
+#pragma once
+// Helpers shared by the GoogleTest suites: fixtures, comparisons, layout variants.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "wick/wick.hpp"
+
+namespace wick::test {
+
+// Path of a file under tests/fixtures.
+std::string fixture_path(const std::string& name);
+
+// Values of any tensor as f64, row-major.
+std::vector<double> values(const Tensor& t);
+
+// Element-wise |a - b| <= atol + rtol * |b|, NaN matching NaN, inf matching same-signed inf.
+::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want,
+                                     double rtol = 1e-6, double atol = 1e-6);
+::testing::AssertionResult all_close(const Tensor& got, const std::vector<double>& want, double rtol = 1e-6,
+                                     double atol = 1e-6);
+
+// Default tolerances per dtype for results rounded to that dtype once.
+double rtol_for(DType d);
+
+// The same logical tensor in other layouts (values equal to `t`):
+Tensor as_transposed(const Tensor& t);  // last two dims stored transposed (rank >= 2)
+Tensor as_offset(const Tensor& t);      // a narrow() view into a larger storage, nonzero offset
+
+}  // namespace wick::test
+
+#include <nlohmann/json.hpp>
+
+namespace wick::test {
+
+// A JSON fixture under tests/fixtures (written by the gen_*.py script beside it).
+nlohmann::json load_json_fixture(const std::string& name);
+// {"dtype": "f32", "shape": [2, 3], "data": [...]} -> tensor on the CPU. Numbers may be
+// the strings "nan", "inf", "-inf".
+Tensor tensor_from_json(const nlohmann::json& j);
+// The "data" of such an object as doubles (NaN/inf decoded).
+std::vector<double> doubles_from_json(const nlohmann::json& data);
+
+}  // namespace wick::test
