@@ -1,12 +1,195 @@
-// Placeholder until this family lands: every entry reports that it is missing.
+// Batched matmul on the CPU: OpenBLAS gemm for the floats (f16/bf16/f8 through f32), a
+// blocked 64-bit-accumulating kernel for the integers.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
 #include "backend/cpu/cpu_storage.hpp"
+#include "backend/cpu/strided.hpp"
+#include "core/dispatch.hpp"
+#include "ops/numeric.hpp"
 
 namespace wick::cpu {
 
-[[noreturn]] static void missing(const char* op) {
-  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on the cpu backend yet");
+namespace {
+
+// One operand's inner (rows x cols) block as BLAS sees it: row-major with leading dim ld,
+// or (trans) the row-major storage of its transpose. The core only sends such blocks.
+struct Block {
+  bool trans = false;
+  size_t ld = 1;
+  int64_t rs = 0, cs = 0;  // element strides of the logical block
+};
+
+Block inner_block(const Layout& l, size_t rows, size_t cols, const char* which) {
+  const size_t r = l.rank();
+  Block b;
+  b.rs = l.strides[r - 2];
+  b.cs = l.strides[r - 1];
+  const size_t one = 1;
+  if ((cols <= 1 || b.cs == 1) && (rows <= 1 || b.rs >= int64_t(std::max(cols, one)))) {
+    b.ld = rows <= 1 ? std::max(cols, one) : size_t(b.rs);
+  } else if ((rows <= 1 || b.rs == 1) && (cols <= 1 || b.cs >= int64_t(std::max(rows, one)))) {
+    b.trans = true;
+    b.ld = cols <= 1 ? std::max(rows, one) : size_t(b.cs);
+  } else {
+    throw Error(ErrorKind::Internal, std::string("matmul: the ") + which + " layout " + l.str() +
+                                         " is neither row- nor column-major in its last two dims");
+  }
+  return b;
 }
 
-StoragePtr CpuStorage::matmul(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l, const Layout& rhs_l) const { missing("matmul"); }
+// Storage offset of each batch: batch dims are every dim but the last two (any strides).
+std::vector<size_t> batch_offsets(const Layout& l, size_t b) {
+  const size_t nb = l.rank() - 2;
+  std::vector<size_t> offs(b);
+  std::vector<size_t> idx(nb, 0);
+  int64_t o = int64_t(l.offset);
+  for (size_t i = 0; i < b; ++i) {
+    offs[i] = size_t(o);
+    for (size_t d = nb; d-- > 0;) {
+      o += l.strides[d];
+      if (++idx[d] < l.shape[d]) break;
+      o -= l.strides[d] * int64_t(l.shape[d]);
+      idx[d] = 0;
+    }
+  }
+  return offs;
+}
+
+void check_blas_int(size_t v, const char* what) {
+  if (v > size_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, std::string("matmul: ") + what + " = " + std::to_string(v) +
+                                            " exceeds the 32-bit BLAS index range; split the matrix");
+}
+
+template <class T>
+void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c) {
+  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(n));
+  else
+    cblas_dgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(n));
+}
+
+template <class T>
+void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
+                 const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
+  for (size_t i = 0; i < d.b; ++i)
+    gemm<T>(ab.trans, bb.trans, d.m, d.n, d.k, lhs + lo[i], ab.ld, rhs + ro[i], bb.ld, out + i * d.m * d.n);
+}
+
+// Copies a (rows x cols) strided block into a contiguous row-major f32 buffer.
+template <class T> void block_to_f32(const T* src, const Block& b, size_t rows, size_t cols, float* dst) {
+  parallel_for(
+      rows,
+      [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r) {
+          const T* s = src + int64_t(r) * b.rs;
+          float* o = dst + r * cols;
+          if (b.cs == 1)
+            for (size_t c = 0; c < cols; ++c) o[c] = float(s[c]);
+          else
+            for (size_t c = 0; c < cols; ++c) o[c] = float(s[int64_t(c) * b.cs]);
+        }
+      },
+      std::max<size_t>(1, kParallelGrain / std::max<size_t>(cols, 1)));
+}
+
+// f16/bf16/f8: each batch's operands are widened to f32, multiplied by sgemm (f32
+// accumulation), and the result rounded once to T.
+template <class T>
+void matmul_small_float(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
+                        const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
+  std::vector<float> a(d.m * d.k), b(d.k * d.n), c(d.m * d.n);
+  size_t last_a = SIZE_MAX, last_b = SIZE_MAX;  // broadcast batches reuse the widened operand
+  for (size_t i = 0; i < d.b; ++i) {
+    if (lo[i] != last_a) block_to_f32(lhs + lo[i], ab, d.m, d.k, a.data()), last_a = lo[i];
+    if (ro[i] != last_b) block_to_f32(rhs + ro[i], bb, d.k, d.n, b.data()), last_b = ro[i];
+    gemm<float>(false, false, d.m, d.n, d.k, a.data(), d.k, b.data(), d.n, c.data());
+    T* o = out + i * d.m * d.n;
+    parallel_for(d.m * d.n, [&](size_t s, size_t e) {
+      for (size_t j = s; j < e; ++j) o[j] = T(c[j]);
+    });
+  }
+}
+
+// Integers: products and sums in 64-bit unsigned arithmetic (wrapping, no UB), truncated to
+// T at the end, which equals wrapping arithmetic in T. B is widened to a row-major u64
+// panel per batch so that the inner loop is a contiguous axpy.
+template <class T>
+void matmul_int(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
+                const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
+  constexpr size_t kJBlock = 256;
+  std::vector<uint64_t> bw(d.k * d.n);
+  size_t last_b = SIZE_MAX;
+  auto widen = [](T x) { return uint64_t(int64_t(x)); };
+  for (size_t bi = 0; bi < d.b; ++bi) {
+    if (ro[bi] != last_b) {
+      const T* src = rhs + ro[bi];
+      for (size_t p = 0; p < d.k; ++p)
+        for (size_t j = 0; j < d.n; ++j) bw[p * d.n + j] = widen(src[int64_t(p) * bb.rs + int64_t(j) * bb.cs]);
+      last_b = ro[bi];
+    }
+    const T* a = lhs + lo[bi];
+    T* o = out + bi * d.m * d.n;
+    const size_t grain = std::max<size_t>(1, kParallelGrain / std::max<size_t>(d.n * d.k, 1));
+    parallel_for(
+        d.m,
+        [&](size_t r0, size_t r1) {
+          uint64_t acc[kJBlock];
+          for (size_t i = r0; i < r1; ++i) {
+            for (size_t j0 = 0; j0 < d.n; j0 += kJBlock) {
+              const size_t jn = std::min(kJBlock, d.n - j0);
+              std::fill(acc, acc + jn, uint64_t(0));
+              for (size_t p = 0; p < d.k; ++p) {
+                const uint64_t av = widen(a[int64_t(i) * ab.rs + int64_t(p) * ab.cs]);
+                const uint64_t* brow = bw.data() + p * d.n + j0;
+                for (size_t j = 0; j < jn; ++j) acc[j] += av * brow[j];
+              }
+              for (size_t j = 0; j < jn; ++j) o[i * d.n + j0 + j] = T(acc[j]);
+            }
+          }
+        },
+        grain);
+  }
+}
+
+}  // namespace
+
+StoragePtr CpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const Layout& lhs_l,
+                              const Layout& rhs_l) const {
+  const CpuStorage& rhs = as_cpu(rhs_s);
+  auto out = new_storage(d.b * d.m * d.n, dtype_);
+  if (d.b * d.m * d.n == 0) return out;
+  if (d.k == 0) {
+    std::memset(out->data(), 0, d.b * d.m * d.n * dtype_size(dtype_));
+    return out;
+  }
+  const Block ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
+  const std::vector<size_t> lo = batch_offsets(lhs_l, d.b), ro = batch_offsets(rhs_l, d.b);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = ptr<T>();
+    const T* b = rhs.ptr<T>();
+    T* o = out->ptr<T>();
+    if constexpr (std::is_floating_point_v<T> || is_small_float_v<T>) {
+      check_blas_int(d.m, "m");
+      check_blas_int(d.n, "n");
+      check_blas_int(d.k, "k");
+      check_blas_int(ab.ld, "lhs leading dim");
+      check_blas_int(bb.ld, "rhs leading dim");
+      if constexpr (std::is_floating_point_v<T>) matmul_blas<T>(a, b, o, d, ab, bb, lo, ro);
+      else matmul_small_float<T>(a, b, o, d, ab, bb, lo, ro);
+    } else {
+      matmul_int<T>(a, b, o, d, ab, bb, lo, ro);
+    }
+  });
+  return out;
+}
 
 }  // namespace wick::cpu
