@@ -1,20 +1,232 @@
-// Placeholder until this family lands: every entry reports that it is missing.
+// Convolutions on the CPU: im2col (or col2im for the transposed convs) plus one GEMM per
+// (batch item, group). 1-D convolutions run as 2-D ones with a height of 1.
+// Floats go through OpenBLAS in f32 (f16/bf16/f8e4m3/f32) or f64 and round once at the end;
+// integers use a wrapping 64-bit accumulator and wrap to the type at the end.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
 #include "backend/cpu/cpu_storage.hpp"
+#include "backend/cpu/strided.hpp"
+#include "core/dispatch.hpp"
+#include "ops/numeric.hpp"
 
 namespace wick::cpu {
+namespace {
 
-[[noreturn]] static void missing(const char* op) {
-  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on the cpu backend yet");
+template <class T> using conv_t = std::conditional_t<is_float_v<T>, compute_t<T>, uint64_t>;
+
+// A contiguous copy of a view in the compute type; borrows the storage when nothing changes.
+template <class C> struct Operand {
+  std::unique_ptr<C[]> owned;
+  const C* p = nullptr;
+};
+template <class C, class T> Operand<C> load(const T* src, const Layout& l) {
+  Operand<C> o;
+  if constexpr (std::is_same_v<C, T>) {
+    if (l.is_contiguous()) {
+      o.p = src + l.offset;
+      return o;
+    }
+  }
+  o.owned.reset(new C[std::max<size_t>(l.numel(), 1)]);
+  map_strided(o.owned.get(), l.shape, [](T x) -> C {
+    if constexpr (std::is_integral_v<C>) return C(x);  // sign- or zero-extends, as wrapping wants
+    else return C(to_compute(x));
+  }, {&l}, src);
+  o.p = o.owned.get();
+  return o;
 }
 
-StoragePtr CpuStorage::conv1d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv1dShape& s) const { missing("conv1d"); }
-StoragePtr CpuStorage::conv_transpose1d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv1dShape& s) const { missing("conv_transpose1d"); }
-StoragePtr CpuStorage::conv2d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv2dShape& s) const { missing("conv2d"); }
-StoragePtr CpuStorage::conv_transpose2d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv2dShape& s) const { missing("conv_transpose2d"); }
-StoragePtr CpuStorage::avg_pool2d(const Layout& l, size_t kh, size_t kw, size_t sh, size_t sw) const { missing("avg_pool2d"); }
-StoragePtr CpuStorage::max_pool2d(const Layout& l, size_t kh, size_t kw, size_t sh, size_t sw) const { missing("max_pool2d"); }
-StoragePtr CpuStorage::upsample_nearest1d(const Layout& l, size_t out_l) const { missing("upsample_nearest1d"); }
-StoragePtr CpuStorage::upsample_nearest2d(const Layout& l, size_t out_h, size_t out_w) const { missing("upsample_nearest2d"); }
-StoragePtr CpuStorage::upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners, std::optional<double> scale_h, std::optional<double> scale_w) const { missing("upsample_bilinear2d"); }
+void check_blas_dims(size_t m, size_t n, size_t k, const char* op) {
+  if (m > size_t(INT_MAX) || n > size_t(INT_MAX) || k > size_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, std::string(op) + ": a GEMM dimension exceeds 2^31-1 (" + std::to_string(m) +
+                                            ", " + std::to_string(n) + ", " + std::to_string(k) +
+                                            "); split the batch or the image");
+}
+
+// c (m x n) = op(a) (m x k) * b (k x n), row-major; with ta, a is stored (k x m).
+void gemm(bool ta, size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b, size_t ldb, float* c,
+          size_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, a, int(lda),
+              b, int(ldb), 0.0f, c, int(ldc));
+}
+void gemm(bool ta, size_t m, size_t n, size_t k, const double* a, size_t lda, const double* b, size_t ldb, double* c,
+          size_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0, a, int(lda),
+              b, int(ldb), 0.0, c, int(ldc));
+}
+void gemm(bool ta, size_t m, size_t n, size_t k, const uint64_t* a, size_t lda, const uint64_t* b, size_t ldb,
+          uint64_t* c, size_t ldc) {
+  parallel_for(m, [&](size_t r0, size_t r1) {
+    for (size_t i = r0; i < r1; ++i) {
+      uint64_t* ci = c + i * ldc;
+      std::fill(ci, ci + n, uint64_t(0));
+      for (size_t q = 0; q < k; ++q) {
+        const uint64_t av = ta ? a[q * lda + i] : a[i * lda + q];
+        const uint64_t* bq = b + q * ldb;
+        for (size_t j = 0; j < n; ++j) ci[j] += av * bq[j];
+      }
+    }
+  }, std::max<size_t>(1, kParallelGrain / std::max<size_t>(n * k, 1)));
+}
+
+// col[(c, i, j), (oy, ox)] = x[c, oy*sh - ph + i*dh, ox*sw - pw + j*dw], zero outside the image.
+template <class C> void im2col(const C* x, C* col, size_t cig, const Conv2dShape& s, size_t ho, size_t wo) {
+  const auto& p = s.p;
+  const size_t n = ho * wo, rows = cig * s.k_h * s.k_w, hw = s.h_in * s.w_in;
+  parallel_for(rows, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const size_t c = r / (s.k_h * s.k_w), i = (r / s.k_w) % s.k_h, j = r % s.k_w;
+      const C* xc = x + c * hw;
+      C* out = col + r * n;
+      for (size_t oy = 0; oy < ho; ++oy) {
+        C* o = out + oy * wo;
+        const int64_t iy = int64_t(oy * p.stride_h + i * p.dilation_h) - int64_t(p.padding_h);
+        if (iy < 0 || iy >= int64_t(s.h_in)) {
+          std::fill(o, o + wo, C(0));
+          continue;
+        }
+        const C* row = xc + size_t(iy) * s.w_in;
+        const int64_t x0 = int64_t(j * p.dilation_w) - int64_t(p.padding_w);
+        for (size_t ox = 0; ox < wo; ++ox) {
+          const int64_t ix = x0 + int64_t(ox * p.stride_w);
+          o[ox] = (ix >= 0 && ix < int64_t(s.w_in)) ? row[ix] : C(0);
+        }
+      }
+    }
+  }, std::max<size_t>(1, kParallelGrain / std::max<size_t>(n, 1)));
+}
+
+template <class C> void conv2d_forward(const C* x, const C* w, C* y, const Conv2dShape& s, const char* op) {
+  const auto& p = s.p;
+  const size_t g = p.groups, cig = s.c_in / g, cog = s.c_out / g;
+  const size_t ho = s.h_out(), wo = s.w_out(), n = ho * wo, kk = cig * s.k_h * s.k_w, hw = s.h_in * s.w_in;
+  if (kk == 0) {  // no input channels: every output is an empty sum
+    std::fill(y, y + s.b * s.c_out * n, C(0));
+    return;
+  }
+  check_blas_dims(cog, n, kk, op);
+  // A 1x1 kernel with unit stride and no padding reads the image as it is.
+  const bool direct = s.k_h == 1 && s.k_w == 1 && p.stride_h == 1 && p.stride_w == 1 && p.padding_h == 0 &&
+                      p.padding_w == 0;
+  std::unique_ptr<C[]> col(direct ? nullptr : new C[kk * n]);
+  for (size_t b = 0; b < s.b; ++b) {
+    for (size_t grp = 0; grp < g; ++grp) {
+      const C* xg = x + (b * s.c_in + grp * cig) * hw;
+      const C* src = xg;
+      if (!direct) {
+        im2col(xg, col.get(), cig, s, ho, wo);
+        src = col.get();
+      }
+      gemm(false, cog, n, kk, w + grp * cog * kk, kk, src, n, y + (b * s.c_out + grp * cog) * n, n);
+    }
+  }
+}
+
+// Transposed conv: col = W_g^T x_g, then every column tap is added at its output position.
+template <class C> void conv2d_transposed(const C* x, const C* w, C* y, const Conv2dShape& s, const char* op) {
+  const auto& p = s.p;
+  const size_t g = p.groups, cig = s.c_in / g, cog = s.c_out / g;
+  const size_t ho = s.h_out_transposed(), wo = s.w_out_transposed(), n_out = ho * wo;
+  const size_t n_in = s.h_in * s.w_in, taps = s.k_h * s.k_w, kk = cog * taps;
+  std::fill(y, y + s.b * s.c_out * n_out, C(0));
+  if (cig == 0 || kk == 0 || n_in == 0) return;
+  check_blas_dims(kk, n_in, cig, op);
+  std::unique_ptr<C[]> col(new C[kk * n_in]);
+  for (size_t b = 0; b < s.b; ++b) {
+    for (size_t grp = 0; grp < g; ++grp) {
+      gemm(true, kk, n_in, cig, w + grp * cig * kk, kk, x + (b * s.c_in + grp * cig) * n_in, n_in, col.get(), n_in);
+      C* yg = y + (b * s.c_out + grp * cog) * n_out;
+      // Each output channel is written by one thread only.
+      parallel_for(cog, [&](size_t c0, size_t c1) {
+        for (size_t co = c0; co < c1; ++co) {
+          C* yc = yg + co * n_out;
+          for (size_t i = 0; i < s.k_h; ++i) {
+            for (size_t j = 0; j < s.k_w; ++j) {
+              const C* cr = col.get() + (co * taps + i * s.k_w + j) * n_in;
+              for (size_t iy = 0; iy < s.h_in; ++iy) {
+                const int64_t oy = int64_t(iy * p.stride_h + i * p.dilation_h) - int64_t(p.padding_h);
+                if (oy < 0 || oy >= int64_t(ho)) continue;
+                C* yrow = yc + size_t(oy) * wo;
+                const C* crow = cr + iy * s.w_in;
+                const int64_t x0 = int64_t(j * p.dilation_w) - int64_t(p.padding_w);
+                for (size_t ix = 0; ix < s.w_in; ++ix) {
+                  const int64_t ox = x0 + int64_t(ix * p.stride_w);
+                  if (ox >= 0 && ox < int64_t(wo)) yrow[ox] += crow[ix];
+                }
+              }
+            }
+          }
+        }
+      }, std::max<size_t>(1, kParallelGrain / std::max<size_t>(taps * n_in, 1)));
+    }
+  }
+}
+
+StoragePtr run_conv2d(const CpuStorage& in, const Layout& l, const Storage& kernel, const Layout& kl,
+                      const Conv2dShape& s, bool transposed, const char* op) {
+  const size_t ho = transposed ? s.h_out_transposed() : s.h_out();
+  const size_t wo = transposed ? s.w_out_transposed() : s.w_out();
+  const size_t out_n = s.b * s.c_out * ho * wo;
+  auto out = new_storage(out_n, in.dtype());
+  if (out_n == 0) return out;
+  dispatch_dtype(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = conv_t<T>;
+    Operand<C> x = load<C>(in.ptr<T>(), l);
+    Operand<C> w = load<C>(as_cpu(kernel).ptr<T>(), kl);
+    std::unique_ptr<C[]> tmp;
+    C* y;
+    if constexpr (std::is_same_v<C, T>) {
+      y = out->template ptr<T>();
+    } else {
+      tmp.reset(new C[out_n]);
+      y = tmp.get();
+    }
+    if (transposed) conv2d_transposed(x.p, w.p, y, s, op);
+    else conv2d_forward(x.p, w.p, y, s, op);
+    if constexpr (!std::is_same_v<C, T>) {
+      T* o = out->template ptr<T>();
+      parallel_for(out_n, [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) o[i] = cast<T>(y[i]);
+      });
+    }
+  });
+  return out;
+}
+
+// (b, c, l) as (b, c, 1, l).
+Layout as_2d(const Layout& l) {
+  return Layout({l.shape[0], l.shape[1], 1, l.shape[2]}, {l.strides[0], l.strides[1], 0, l.strides[2]}, l.offset);
+}
+Conv2dShape as_2d(const Conv1dShape& s) {
+  const auto& p = s.p;
+  return Conv2dShape{s.b, s.c_in, 1, s.l_in, s.c_out, 1, s.k_size,
+                     Conv2dParams{0, p.padding, 1, p.stride, 1, p.dilation, p.groups, 0, p.output_padding}};
+}
+
+}  // namespace
+
+StoragePtr CpuStorage::conv1d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                              const Conv1dShape& s) const {
+  return run_conv2d(*this, as_2d(l), kernel, as_2d(kernel_l), as_2d(s), false, "conv1d");
+}
+StoragePtr CpuStorage::conv_transpose1d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                                        const Conv1dShape& s) const {
+  return run_conv2d(*this, as_2d(l), kernel, as_2d(kernel_l), as_2d(s), true, "conv_transpose1d");
+}
+StoragePtr CpuStorage::conv2d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                              const Conv2dShape& s) const {
+  return run_conv2d(*this, l, kernel, kernel_l, s, false, "conv2d");
+}
+StoragePtr CpuStorage::conv_transpose2d(const Layout& l, const Storage& kernel, const Layout& kernel_l,
+                                        const Conv2dShape& s) const {
+  return run_conv2d(*this, l, kernel, kernel_l, s, true, "conv_transpose2d");
+}
 
 }  // namespace wick::cpu
