@@ -1,0 +1,124 @@
+// cumsum along any dim and the stable last-dim arg_sort, for any layout, on all cores.
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/cpu_storage.hpp"
+#include "backend/cpu/strided.hpp"
+#include "core/dispatch.hpp"
+#include "ops/reduce.hpp"
+
+namespace wick::cpu {
+namespace {
+
+constexpr size_t kScanTile = 1024;  // columns scanned together (one accumulator each)
+
+// Storage offset of outer index o (row-major over shape) for a layout without its offset.
+size_t offset_of(size_t o, const Shape& shape, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    off += int64_t(o % shape[d]) * strides[d];
+    o /= shape[d];
+  }
+  return size_t(off);
+}
+
+}  // namespace
+
+// out[o, k, i] = sum_{k' <= k} in[o, k', i]: the scan runs over k for a tile of columns i at
+// once, so a scan along a non-last dim reads whole rows instead of striding down columns.
+StoragePtr CpuStorage::cumsum(const Layout& l, size_t dim) const {
+  const size_t n_el = l.numel();
+  auto out = new_storage(n_el, dtype_);
+  if (n_el == 0) return out;
+  const Shape outer_shape(l.shape.begin(), l.shape.begin() + int64_t(dim));
+  const std::vector<int64_t> outer_strides(l.strides.begin(), l.strides.begin() + int64_t(dim));
+  const Shape inner_shape(l.shape.begin() + int64_t(dim) + 1, l.shape.end());
+  const Layout il(inner_shape, std::vector<int64_t>(l.strides.begin() + int64_t(dim) + 1, l.strides.end()), 0);
+  const size_t n = l.shape[dim], n_inner = shape_numel(inner_shape), n_cols = n_el / n;
+  const int64_t sd = l.strides[dim];
+  const auto ip = plan_strided<1>(inner_shape, {&il});
+  const bool simple_inner = ip.dims.size() == 1;
+  const int64_t is = ip.strides[0][0];
+
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    using Acc = typename SumAcc<T>::Acc;
+    const SumAcc<T> op;
+    const T* in = ptr<T>();
+    T* o_ptr = out->ptr<T>();
+    parallel_for(n_cols, [&](size_t b, size_t e) {
+      Acc acc[kScanTile];
+      size_t c = b;
+      while (c < e) {
+        const size_t o = c / n_inner, i0 = c % n_inner;
+        const size_t tl = std::min({kScanTile, n_inner - i0, e - c});
+        const size_t obase = l.offset + offset_of(o, outer_shape, outer_strides);
+        T* ob = o_ptr + o * n * n_inner + i0;
+        for (size_t j = 0; j < tl; ++j) acc[j] = op.init();
+        for (size_t k = 0; k < n; ++k) {
+          const T* row = in + obase + int64_t(k) * sd;
+          T* orow = ob + k * n_inner;
+          if (simple_inner) {
+            const T* p = row + int64_t(i0) * is;
+            for (size_t j = 0; j < tl; ++j) {
+              op.add(acc[j], p[int64_t(j) * is]);
+              orow[j] = op.finish(acc[j]);
+            }
+          } else {
+            for_each_run<1>(ip, i0, i0 + tl, [&](size_t i, size_t len, const auto& offs, const auto& inner) {
+              for (size_t j = 0; j < len; ++j) {
+                Acc& a = acc[i - i0 + j];
+                op.add(a, row[int64_t(offs[0]) + int64_t(j) * inner[0]]);
+                orow[i - i0 + j] = op.finish(a);
+              }
+            });
+          }
+        }
+        c += tl;
+      }
+    }, std::max<size_t>(1, kParallelGrain / n));
+  });
+  return out;
+}
+
+StoragePtr CpuStorage::arg_sort(const Layout& l, bool ascending) const {
+  const size_t n_el = l.numel();
+  auto out = new_storage(n_el, DType::U32);
+  if (n_el == 0) return out;
+  const size_t n = l.rank() ? l.shape.back() : 1;
+  if (n > size_t(UINT32_MAX))
+    throw Error(ErrorKind::Unsupported, "arg_sort: a last dim of " + std::to_string(n) +
+                                            " elements does not fit the u32 indices; split the rows");
+  const int64_t s = l.rank() ? l.strides.back() : 1;
+  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
+  const Layout ll(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
+                  l.offset);
+  const auto lp = plan_strided<1>(lead_shape, {&ll});
+  uint32_t* o_ptr = out->ptr<uint32_t>();
+
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* in = ptr<T>();
+    auto sort_rows = [&](auto less) {
+      parallel_for(lp.numel, [&](size_t b, size_t e) {
+        std::vector<std::pair<C, uint32_t>> buf(n);
+        for_each_run<1>(lp, b, e, [&](size_t r0, size_t len, const auto& offs, const auto& inner) {
+          for (size_t r = 0; r < len; ++r) {
+            const T* row = in + offs[0] + int64_t(r) * inner[0];
+            for (size_t j = 0; j < n; ++j) buf[j] = {to_compute(row[int64_t(j) * s]), uint32_t(j)};
+            std::stable_sort(buf.begin(), buf.end(), [&](const auto& x, const auto& y) { return less(x.first, y.first); });
+            uint32_t* orow = o_ptr + (r0 + r) * n;
+            for (size_t j = 0; j < n; ++j) orow[j] = buf[j].second;
+          }
+        });
+      }, std::max<size_t>(1, kParallelGrain / n));
+    };
+    if (ascending) sort_rows(SortLess<C, true>{});
+    else sort_rows(SortLess<C, false>{});
+  });
+  return out;
+}
+
+}  // namespace wick::cpu
