@@ -1,18 +1,194 @@
-// Placeholder until this family lands: every entry reports that it is missing.
+// CPU element-wise ops: the functors of src/ops/{unary,binary}.hpp applied through strided
+// walks. The dtype and op are dispatched once per call, so every inner loop is a plain
+// loop over one functor that the compiler can inline and vectorise.
+#include <string>
+
 #include "backend/cpu/cpu_storage.hpp"
+#include "backend/cpu/strided.hpp"
+#include "core/dispatch.hpp"
+#include "ops/binary.hpp"
+#include "ops/numeric.hpp"
+#include "ops/unary.hpp"
 
 namespace wick::cpu {
+namespace {
 
-[[noreturn]] static void missing(const char* op) {
-  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on the cpu backend yet");
+// out = f(x) in the compute type, rounded once to T.
+template <class T, class F> StoragePtr map_unary(const CpuStorage& s, const Layout& l, F f) {
+  auto out = new_storage(l.numel(), dtype_of_v<T>);
+  map_strided(out->template ptr<T>(), l.shape, [f](T x) { return cast<T>(f(to_compute(x))); }, {&l}, s.ptr<T>());
+  return out;
 }
 
-StoragePtr CpuStorage::affine(const Layout& l, double mul, double add) const { missing("affine"); }
-StoragePtr CpuStorage::powf(const Layout& l, double e) const { missing("powf"); }
-StoragePtr CpuStorage::elu(const Layout& l, double alpha) const { missing("elu"); }
-StoragePtr CpuStorage::unary(UnaryOp op, const Layout& l) const { missing("unary"); }
-StoragePtr CpuStorage::binary(BinaryOp op, const Storage& rhs, const Layout& lhs_l, const Layout& rhs_l) const { missing("binary"); }
-StoragePtr CpuStorage::cmp(CmpOp op, const Storage& rhs, const Layout& lhs_l, const Layout& rhs_l) const { missing("cmp"); }
-StoragePtr CpuStorage::where_cond(const Layout& l, const Storage& t, const Layout& t_l, const Storage& f, const Layout& f_l) const { missing("where_cond"); }
+// out[i] = f(a[..], b[..]). Besides the all-contiguous run, a run where one operand is
+// broadcast (inner stride 0, e.g. a bias or a scalar) gets its own tight loop.
+template <class Out, class A, class B, class F>
+void map_binary(Out* out, const Shape& shape, F f, const Layout& la, const A* a, const Layout& lb, const B* b) {
+  auto plan = plan_strided<2>(shape, {&la, &lb});
+  parallel_for(plan.numel, [&](size_t begin, size_t end) {
+    for_each_run<2>(plan, begin, end, [&](size_t i, size_t len, const auto& offs, const auto& inner) {
+      Out* o = out + i;
+      const A* pa = a + offs[0];
+      const B* pb = b + offs[1];
+      if (inner[0] == 1 && inner[1] == 1) {
+        for (size_t j = 0; j < len; ++j) o[j] = f(pa[j], pb[j]);
+      } else if (inner[0] == 1 && inner[1] == 0) {
+        const B y = *pb;
+        for (size_t j = 0; j < len; ++j) o[j] = f(pa[j], y);
+      } else if (inner[0] == 0 && inner[1] == 1) {
+        const A x = *pa;
+        for (size_t j = 0; j < len; ++j) o[j] = f(x, pb[j]);
+      } else {
+        for (size_t j = 0; j < len; ++j) o[j] = f(pa[int64_t(j) * inner[0]], pb[int64_t(j) * inner[1]]);
+      }
+    });
+  });
+}
+
+template <class F> decltype(auto) with_unary_op(UnaryOp op, F&& f) {
+  switch (op) {
+    case UnaryOp::Exp: return f(uop::Exp{});
+    case UnaryOp::Log: return f(uop::Log{});
+    case UnaryOp::Sin: return f(uop::Sin{});
+    case UnaryOp::Cos: return f(uop::Cos{});
+    case UnaryOp::Tanh: return f(uop::Tanh{});
+    case UnaryOp::Neg: return f(uop::Neg{});
+    case UnaryOp::Recip: return f(uop::Recip{});
+    case UnaryOp::Sqr: return f(uop::Sqr{});
+    case UnaryOp::Sqrt: return f(uop::Sqrt{});
+    case UnaryOp::Abs: return f(uop::Abs{});
+    case UnaryOp::Gelu: return f(uop::Gelu{});
+    case UnaryOp::GeluErf: return f(uop::GeluErf{});
+    case UnaryOp::Erf: return f(uop::Erf{});
+    case UnaryOp::Relu: return f(uop::Relu{});
+    case UnaryOp::Silu: return f(uop::Silu{});
+    case UnaryOp::Sigmoid: return f(uop::Sigmoid{});
+    case UnaryOp::Ceil: return f(uop::Ceil{});
+    case UnaryOp::Floor: return f(uop::Floor{});
+    case UnaryOp::Round: return f(uop::Round{});
+    case UnaryOp::Sign: return f(uop::Sign{});
+  }
+  throw Error(ErrorKind::Internal, "unary: unknown op");
+}
+
+template <class F> decltype(auto) with_binary_op(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::Add: return f(bop::Add{});
+    case BinaryOp::Sub: return f(bop::Sub{});
+    case BinaryOp::Mul: return f(bop::Mul{});
+    case BinaryOp::Div: return f(bop::Div{});
+    case BinaryOp::Maximum: return f(bop::Maximum{});
+    case BinaryOp::Minimum: return f(bop::Minimum{});
+  }
+  throw Error(ErrorKind::Internal, "binary: unknown op");
+}
+
+template <class F> decltype(auto) with_cmp_op(CmpOp op, F&& f) {
+  switch (op) {
+    case CmpOp::Eq: return f(bop::Eq{});
+    case CmpOp::Ne: return f(bop::Ne{});
+    case CmpOp::Lt: return f(bop::Lt{});
+    case CmpOp::Le: return f(bop::Le{});
+    case CmpOp::Gt: return f(bop::Gt{});
+    case CmpOp::Ge: return f(bop::Ge{});
+  }
+  throw Error(ErrorKind::Internal, "cmp: unknown op");
+}
+
+[[noreturn]] void float_only(const char* op, DType d) {
+  throw Error(ErrorKind::DType, std::string(op) + ": not defined for integer dtype " + dtype_name(d) +
+                                    "; convert with to_dtype(DType::F32) first");
+}
+
+}  // namespace
+
+StoragePtr CpuStorage::affine(const Layout& l, double mul, double add) const {
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    // Floats: mul/add in the compute type, one rounding at the end. Integers: Candle
+    // converts mul/add to the dtype, then the arithmetic wraps.
+    uop::Affine<C> f{cast<C>(mul), cast<C>(add)};
+    return map_unary<T>(*this, l, f);
+  });
+}
+
+StoragePtr CpuStorage::powf(const Layout& l, double e) const {
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) {
+      using C = compute_t<T>;
+      return map_unary<T>(*this, l, uop::Powf<C>{C(e)});
+    } else {
+      float_only("powf", dtype_);
+    }
+  });
+}
+
+StoragePtr CpuStorage::elu(const Layout& l, double alpha) const {
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) {
+      using C = compute_t<T>;
+      return map_unary<T>(*this, l, uop::Elu<C>{C(alpha)});
+    } else {
+      float_only("elu", dtype_);
+    }
+  });
+}
+
+StoragePtr CpuStorage::unary(UnaryOp op, const Layout& l) const {
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    return with_unary_op(op, [&](auto f) -> StoragePtr {
+      using F = decltype(f);
+      if constexpr (is_float_v<T> || F::kInt) return map_unary<T>(*this, l, f);
+      else float_only(unary_op_name(op), dtype_);
+    });
+  });
+}
+
+StoragePtr CpuStorage::binary(BinaryOp op, const Storage& rhs_s, const Layout& lhs_l, const Layout& rhs_l) const {
+  const CpuStorage& rhs = as_cpu(rhs_s);
+  auto out = new_storage(lhs_l.numel(), dtype_);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    with_binary_op(op, [&](auto f) {
+      map_binary(out->ptr<T>(), lhs_l.shape, [f](T a, T b) { return cast<T>(f(to_compute(a), to_compute(b))); },
+                 lhs_l, ptr<T>(), rhs_l, rhs.ptr<T>());
+    });
+  });
+  return out;
+}
+
+StoragePtr CpuStorage::cmp(CmpOp op, const Storage& rhs_s, const Layout& lhs_l, const Layout& rhs_l) const {
+  const CpuStorage& rhs = as_cpu(rhs_s);
+  auto out = new_storage(lhs_l.numel(), DType::U8);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    with_cmp_op(op, [&](auto f) {
+      map_binary(out->ptr<uint8_t>(), lhs_l.shape,
+                 [f](T a, T b) { return uint8_t(f(to_compute(a), to_compute(b)) ? 1 : 0); }, lhs_l, ptr<T>(), rhs_l,
+                 rhs.ptr<T>());
+    });
+  });
+  return out;
+}
+
+StoragePtr CpuStorage::where_cond(const Layout& l, const Storage& t_s, const Layout& t_l, const Storage& f_s,
+                                  const Layout& f_l) const {
+  const CpuStorage& ts = as_cpu(t_s);
+  const CpuStorage& fs = as_cpu(f_s);
+  auto out = new_storage(l.numel(), ts.dtype());
+  dispatch_index_dtype(dtype_, "where_cond", [&](auto ctag) {
+    using C = decltype(ctag);
+    dispatch_dtype(ts.dtype(), [&](auto vtag) {
+      using T = decltype(vtag);
+      map_strided(out->ptr<T>(), l.shape, [](C c, T a, T b) { return bop::WhereCond{}(c, a, b); }, {&l, &t_l, &f_l},
+                  ptr<C>(), ts.ptr<T>(), fs.ptr<T>());
+    });
+  });
+  return out;
+}
 
 }  // namespace wick::cpu
