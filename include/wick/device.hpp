@@ -16,6 +16,8 @@ class Device {
   static Device gpu(int ordinal = 0);   // whichever GPU backend was built
   static Device best();                 // first GPU if one is usable, else the CPU
   static Device parse(const std::string& name);  // "cpu", "cuda:0", "rocm:1", "gpu:0"
+  // Internal: a device value without opening or checking it (backends use it).
+  static Device unchecked(DeviceKind k, int ordinal) { return Device(k, ordinal); }
 
   DeviceKind kind() const { return kind_; }
   int ordinal() const { return ordinal_; }
@@ -30,6 +32,24 @@ class Device {
   DeviceKind kind_ = DeviceKind::Cpu;
   int ordinal_ = 0;
 };
+
+// What a device is, for `wick info` and users choosing launch sizes.
+struct DeviceInfo {
+  std::string name;          // "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X", "cpu"
+  std::string arch;          // "sm_90", "gfx942", "x86_64"
+  size_t total_memory = 0;   // bytes
+  int warp_size = 1;         // physical warp / wavefront size (32 or 64); 1 on the CPU
+  int compute_units = 0;     // SMs / CUs; CPU threads
+};
+DeviceInfo device_info(const Device& d);
+
+// Memory held by wick's caching allocator on a device (0 on the CPU).
+struct MemoryStats {
+  size_t in_use = 0;  // bytes in live tensors
+  size_t cached = 0;  // bytes kept for reuse, not yet returned to the driver
+};
+MemoryStats memory_stats(const Device& d);
+void empty_cache(const Device& d);  // returns cached blocks to the driver
 
 // Which backends this build of wick contains, and the devices present.
 std::vector<std::string> built_backends();  // e.g. {"cpu"} or {"cpu", "cuda"}

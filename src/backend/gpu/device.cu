@@ -1,0 +1,175 @@
+// Device discovery and opening: contexts, the code-object check, backends, device info.
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/gpu/gpu_storage.hpp"
+
+#ifndef WICK_GPU_TARGETS_STR
+#define WICK_GPU_TARGETS_STR "unknown"
+#endif
+
+namespace wick::gpu {
+
+Allocator* make_allocator(int ordinal);
+void release_all_cached(Allocator* a);
+
+// A kernel that exists only to ask the runtime whether this build has code for a device.
+__global__ void probe_kernel(int* p) {
+  if (p) *p = 0;
+}
+
+DeviceKind built_kind() {
+#if defined(WICK_GPU_HIP)
+  return DeviceKind::Rocm;
+#else
+  return DeviceKind::Cuda;
+#endif
+}
+
+std::string built_targets() {
+  std::string t = WICK_GPU_TARGETS_STR;  // comma-separated by CMake; shown as CMake lists
+  for (char& ch : t)
+    if (ch == ',') ch = ';';
+  return t;
+}
+
+namespace {
+std::once_flag g_count_once;
+int g_count = 0;
+std::string g_reason;
+std::mutex g_mu;
+std::vector<std::unique_ptr<DeviceContext>> g_ctx;
+std::vector<std::unique_ptr<GpuBackend>> g_backends;
+
+void count_devices() {
+  int n = 0;
+  gpuError_t e = gpuGetDeviceCount(&n);
+  if (e != gpuSuccess) {
+    (void)gpuGetLastError();
+    g_reason = std::string(WICK_GPU_VENDOR) + " runtime reports: " + gpuGetErrorString(e);
+    n = 0;
+  } else if (n == 0) {
+    g_reason = std::string("no ") + WICK_GPU_VENDOR + " device found";
+  }
+  g_count = n;
+}
+
+std::string arch_of(const gpuDeviceProp_t& p) {
+#if defined(WICK_GPU_HIP)
+  std::string a = p.gcnArchName;
+  return a.substr(0, a.find(':'));  // "gfx90a:sramecc+:xnack-" -> "gfx90a"
+#else
+  return "sm_" + std::to_string(p.major * 10 + p.minor);
+#endif
+}
+
+// Frees cached blocks while the runtime is still alive (before its own teardown).
+void release_at_exit() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto& c : g_ctx)
+    if (c) {
+      (void)gpuSetDevice(c->ordinal);
+      (void)gpuStreamSynchronize(c->stream);
+      release_all_cached(c->alloc);
+      if (c->error_flag) (void)gpuFree(c->error_flag);
+      c->error_flag = nullptr;
+    }
+}
+
+DeviceContext& open_locked(int ordinal) {
+  std::call_once(g_count_once, count_devices);
+  if (ordinal < 0 || ordinal >= g_count)
+    throw Error(ErrorKind::Device, std::string(WICK_GPU_VENDOR) + ":" + std::to_string(ordinal) + ": " +
+                                       (g_count == 0 ? g_reason
+                                                     : "only " + std::to_string(g_count) + " device(s) present"));
+  if (g_ctx.size() < size_t(g_count)) g_ctx.resize(size_t(g_count));
+  if (g_ctx[size_t(ordinal)]) return *g_ctx[size_t(ordinal)];
+  auto c = std::make_unique<DeviceContext>();
+  c->ordinal = ordinal;
+  check(gpuSetDevice(ordinal), "SetDevice");
+  check(gpuGetDeviceProperties(&c->prop, ordinal), "GetDeviceProperties");
+  c->arch = arch_of(c->prop);
+  gpuFuncAttributes attr;
+  gpuError_t e = gpuFuncGetAttributes(&attr, reinterpret_cast<const void*>(&probe_kernel));
+  if (e != gpuSuccess) {
+    (void)gpuGetLastError();
+    std::string arch_num = c->arch.rfind("sm_", 0) == 0 ? c->arch.substr(3) : c->arch;
+    throw Error(ErrorKind::Device,
+                std::string(WICK_GPU_VENDOR) + ":" + std::to_string(ordinal) + " (" + c->prop.name + ", " + c->arch +
+                    ") has no code object in this build of wick, which was compiled for WICK_GPU_TARGETS=\"" +
+                    built_targets() + "\" (" + gpuGetErrorString(e) + "); rebuild with -DWICK_GPU_TARGETS=\"" +
+                    built_targets() + ";" + arch_num + "\"");
+  }
+  check(gpuStreamCreateWithFlags(&c->stream, gpuStreamNonBlocking), "StreamCreate");
+  check(gpuMalloc(reinterpret_cast<void**>(&c->error_flag), sizeof(int)), "Malloc(error flag)");
+  check(gpuMemsetAsync(c->error_flag, 0, sizeof(int), c->stream), "Memset(error flag)");
+  c->alloc = make_allocator(ordinal);
+  static bool registered = (std::atexit(release_at_exit), true);
+  (void)registered;
+  g_ctx[size_t(ordinal)] = std::move(c);
+  return *g_ctx[size_t(ordinal)];
+}
+}  // namespace
+
+int device_count() {
+  std::call_once(g_count_once, count_devices);
+  return g_count;
+}
+
+std::string unavailable_reason() {
+  std::call_once(g_count_once, count_devices);
+  return g_count == 0 ? g_reason : "";
+}
+
+DeviceContext& context(int ordinal) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return open_locked(ordinal);
+}
+
+Backend& backend(int ordinal) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  open_locked(ordinal);
+  if (g_backends.size() < g_ctx.size()) g_backends.resize(g_ctx.size());
+  auto& b = g_backends[size_t(ordinal)];
+  if (!b) b = std::make_unique<GpuBackend>(ordinal);
+  return *b;
+}
+
+DeviceInfo device_info(int ordinal) {
+  DeviceContext& c = context(ordinal);
+  DeviceInfo info;
+  info.name = c.prop.name;
+  info.arch = c.arch;
+  info.total_memory = c.prop.totalGlobalMem;
+  info.warp_size = c.prop.warpSize;
+  info.compute_units = c.prop.multiProcessorCount;
+  return info;
+}
+
+DeviceGuard::DeviceGuard(int ordinal) : previous(0) {
+  (void)gpuGetDevice(&previous);
+  if (previous != ordinal) check(gpuSetDevice(ordinal), "SetDevice");
+}
+DeviceGuard::~DeviceGuard() { (void)gpuSetDevice(previous); }
+
+void throw_if_index_error(DeviceContext& ctx, const std::string& what) {
+  int flag = 0;
+  check(gpuMemcpyAsync(&flag, ctx.error_flag, sizeof(int), gpuMemcpyDeviceToHost, ctx.stream), "MemcpyAsync(flag)");
+  check(gpuStreamSynchronize(ctx.stream), "StreamSynchronize");
+  if (flag != 0) {
+    check(gpuMemsetAsync(ctx.error_flag, 0, sizeof(int), ctx.stream), "Memset(flag)");
+    throw Error(ErrorKind::Index, what);
+  }
+}
+
+Device GpuBackend::device() const {
+  return Device::unchecked(built_kind(), ordinal_);
+}
+
+void GpuBackend::synchronize() {
+  DeviceGuard g(ordinal_);
+  check(gpuStreamSynchronize(context(ordinal_).stream), "StreamSynchronize");
+}
+
+}  // namespace wick::gpu

@@ -1,0 +1,265 @@
+#pragma once
+// Device-side building blocks shared by every kernel file: warp size and shuffles, layouts
+// passed by value, and the element-wise launcher with its vectorised contiguous path.
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "backend/gpu/runtime.hpp"
+#include "wick/layout.hpp"
+
+namespace wick::gpu {
+
+// The physical warp size is a property of the compile target: 64-lane wavefronts on AMD
+// CDNA (gfx9: MI100/200/300), 32 lanes on RDNA (gfx10+) and NVIDIA. Host code never uses
+// this constant: launch configurations are multiples of 64 so both fit.
+#if defined(__HIP_DEVICE_COMPILE__) && defined(__GFX9__)
+constexpr int kWarpSize = 64;
+#else
+constexpr int kWarpSize = 32;
+#endif
+constexpr int kMaxWarpsPerBlock = 1024 / 32;  // shared arrays sized for the smallest warp
+constexpr int kBlock = 256;                   // default block: a multiple of 64
+
+// The one shuffle helper: full-warp xor shuffle for any warp width.
+template <class T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
+#if defined(__HIPCC__)
+  return __shfl_xor(v, lane_mask, kWarpSize);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask, kWarpSize);
+#endif
+}
+
+// Reduces v across the warp with op; every lane gets the result.
+template <class T, class Op> __device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
+  return v;
+}
+
+// Reduces v across the block (blockDim.x a multiple of kWarpSize); thread 0 gets the result.
+template <class T, class Op> __device__ T block_reduce(T v, Op op, T identity) {
+  __shared__ char smem_raw[kMaxWarpsPerBlock * sizeof(T)];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int nwarps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  v = warp_reduce(v, op);
+  __syncthreads();  // smem may still be read by a previous call
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < nwarps ? smem[threadIdx.x] : identity;
+  if (warp == 0) v = warp_reduce(v, op);
+  return v;
+}
+
+// A layout by value, after merging dims that are contiguous with each other in every
+// operand. Up to kMaxDims dims; larger ranks are split by the host into several launches.
+constexpr int kMaxDims = 8;
+template <int N> struct StridedDesc {
+  int rank;
+  int64_t dims[kMaxDims];
+  int64_t strides[N][kMaxDims];
+  int64_t offsets[N];
+  __host__ __device__ int64_t offset(int k, int64_t i) const {
+    int64_t o = offsets[k];
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t q = i / dims[d];
+      o += (i - q * dims[d]) * strides[k][d];
+      i = q;
+    }
+    return o;
+  }
+  // Every operand's offset of element i in one walk over the dims.
+  __host__ __device__ void offsets_of(int64_t i, int64_t (&o)[N]) const {
+    for (int k = 0; k < N; ++k) o[k] = offsets[k];
+    for (int d = rank - 1; d >= 0; --d) {
+      int64_t q = i / dims[d], r = i - q * dims[d];
+      for (int k = 0; k < N; ++k) o[k] += r * strides[k][d];
+      i = q;
+    }
+  }
+};
+
+// Builds the merged description of N layouts over `shape`; returns false if it needs more
+// than kMaxDims dims (callers then split the work).
+template <int N> bool make_desc(const Shape& shape, const std::array<const Layout*, N>& ls, StridedDesc<N>* out) {
+  StridedDesc<N> d{};
+  d.rank = 0;
+  for (int k = 0; k < N; ++k) d.offsets[k] = int64_t(ls[k]->offset);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    bool merge = d.rank > 0;
+    for (int k = 0; k < N && merge; ++k) merge = d.strides[k][d.rank - 1] == ls[k]->strides[i] * int64_t(shape[i]);
+    if (merge) {
+      d.dims[d.rank - 1] *= int64_t(shape[i]);
+      for (int k = 0; k < N; ++k) d.strides[k][d.rank - 1] = ls[k]->strides[i];
+    } else {
+      if (d.rank == kMaxDims) return false;
+      d.dims[d.rank] = int64_t(shape[i]);
+      for (int k = 0; k < N; ++k) d.strides[k][d.rank] = ls[k]->strides[i];
+      ++d.rank;
+    }
+  }
+  if (d.rank == 0) {
+    d.rank = 1;
+    d.dims[0] = 1;
+    for (int k = 0; k < N; ++k) d.strides[k][0] = 1;
+  }
+  *out = d;
+  return true;
+}
+
+template <int N> bool desc_is_contiguous(const StridedDesc<N>& d) {
+  if (d.rank != 1) return false;
+  for (int k = 0; k < N; ++k)
+    if (d.strides[k][0] != 1) return false;
+  return true;
+}
+
+inline unsigned grid_for(int64_t n, int block = kBlock) {
+  int64_t g = (n + block - 1) / block;
+  return unsigned(g < 1 ? 1 : (g > 65535 * 8 ? 65535 * 8 : g));  // grid-stride loops cover the rest
+}
+
+// ---- element-wise map: out[i] = f(in0[...], in1[...], ...), out contiguous.
+
+template <class T, int V> struct alignas(sizeof(T) * V) VecOf {
+  T v[V];
+};
+
+// Strided: one multi-index walk per element gives every operand's offset. Overloads for
+// 1 to 3 inputs (nvcc allows one trailing pack per kernel).
+template <class Out, class F, class A>
+__global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<1> d, const A* __restrict__ a) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t o[1];
+    d.offsets_of(i, o);
+    out[i] = f(a[o[0]]);
+  }
+}
+template <class Out, class F, class A, class B>
+__global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<2> d, const A* __restrict__ a,
+                                   const B* __restrict__ b) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t o[2];
+    d.offsets_of(i, o);
+    out[i] = f(a[o[0]], b[o[1]]);
+  }
+}
+template <class Out, class F, class A, class B, class C>
+__global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<3> d, const A* __restrict__ a,
+                                   const B* __restrict__ b, const C* __restrict__ c) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t o[3];
+    d.offsets_of(i, o);
+    out[i] = f(a[o[0]], b[o[1]], c[o[2]]);
+  }
+}
+
+template <class Out, class F, class... In>
+__global__ void map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const In* __restrict__... in) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) out[i] = f(in[i]...);
+}
+
+// Contiguous, aligned: V elements per thread with one 16-byte-or-less vector access per
+// operand (1 to 3 inputs: every element-wise op of the contract).
+template <int V, class Out, class F, class A>
+__global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
+    VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
+    VecOf<Out, V> o;
+#pragma unroll
+    for (int j = 0; j < V; ++j) o.v[j] = f(x.v[j]);
+    reinterpret_cast<VecOf<Out, V>*>(out)[i] = o;
+  }
+}
+template <int V, class Out, class F, class A, class B>
+__global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
+    VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
+    VecOf<B, V> y = reinterpret_cast<const VecOf<B, V>*>(b)[i];
+    VecOf<Out, V> o;
+#pragma unroll
+    for (int j = 0; j < V; ++j) o.v[j] = f(x.v[j], y.v[j]);
+    reinterpret_cast<VecOf<Out, V>*>(out)[i] = o;
+  }
+}
+template <int V, class Out, class F, class A, class B, class C>
+__global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b,
+                               const C* __restrict__ c) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
+    VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
+    VecOf<B, V> y = reinterpret_cast<const VecOf<B, V>*>(b)[i];
+    VecOf<C, V> z = reinterpret_cast<const VecOf<C, V>*>(c)[i];
+    VecOf<Out, V> o;
+#pragma unroll
+    for (int j = 0; j < V; ++j) o.v[j] = f(x.v[j], y.v[j], z.v[j]);
+    reinterpret_cast<VecOf<Out, V>*>(out)[i] = o;
+  }
+}
+
+template <class T> constexpr size_t max_size_of() { return sizeof(T); }
+template <class T, class U, class... R> constexpr size_t max_size_of() {
+  return sizeof(T) > max_size_of<U, R...>() ? sizeof(T) : max_size_of<U, R...>();
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <class Out, class F, int N, size_t... K, class... In>
+void launch_map_desc(std::index_sequence<K...> ks, gpuStream_t s, Out* out, int64_t n, F f, const StridedDesc<N>& d,
+                     const In*... in) {
+  if (!desc_is_contiguous<N>(d)) {
+    (void)ks;
+    map_strided_kernel<<<grid_for(n), kBlock, 0, s>>>(out, n, f, d, in...);
+    return;
+  }
+  constexpr size_t kBytes = max_size_of<Out, In...>();
+  constexpr int V = int(16 / kBytes) > 0 ? int(16 / kBytes) : 1;
+  const bool vec_ok = V > 1 && sizeof...(In) <= 3 && aligned16(out) && (aligned16(in + d.offsets[K]) && ...);
+  if constexpr (sizeof...(In) <= 3) {
+    if (vec_ok) {
+      const int64_t nv = n / V, done = nv * V;
+      if (nv > 0) map_vec_kernel<V><<<grid_for(nv), kBlock, 0, s>>>(out, nv, f, (in + d.offsets[K])...);
+      if (done < n) map_contig_kernel<<<1, kBlock, 0, s>>>(out + done, n - done, f, (in + d.offsets[K] + done)...);
+      return;
+    }
+  }
+  map_contig_kernel<<<grid_for(n), kBlock, 0, s>>>(out, n, f, (in + d.offsets[K])...);
+}
+
+// out[i] = f(in...) over `shape`, inputs read through their layouts; out is contiguous.
+// Launches on stream s. Ranks that do not fit kMaxDims after merging are split here.
+template <class Out, class F, class... In>
+void launch_map(gpuStream_t s, Out* out, const Shape& shape, F f, const std::array<const Layout*, sizeof...(In)>& ls,
+                const In*... in) {
+  constexpr int N = int(sizeof...(In));
+  const int64_t n = int64_t(shape_numel(shape));
+  if (n == 0) return;
+  StridedDesc<N> d;
+  if (!make_desc<N>(shape, ls, &d)) {
+    // Too many non-mergeable dims: one launch per index of the first dim.
+    Shape inner(shape.begin() + 1, shape.end());
+    const int64_t inner_n = int64_t(shape_numel(inner));
+    for (size_t i0 = 0; i0 < shape[0]; ++i0) {
+      std::array<Layout, N> sub;
+      std::array<const Layout*, N> sp;
+      for (int k = 0; k < N; ++k) {
+        sub[k] = Layout(inner, std::vector<int64_t>(ls[k]->strides.begin() + 1, ls[k]->strides.end()),
+                        size_t(int64_t(ls[k]->offset) + int64_t(i0) * ls[k]->strides[0]));
+        sp[k] = &sub[k];
+      }
+      launch_map(s, out + int64_t(i0) * inner_n, inner, f, sp, in...);
+    }
+    return;
+  }
+  launch_map_desc(std::make_index_sequence<N>{}, s, out, n, f, d, in...);
+  check_launch("map");
+}
+
+}  // namespace wick::gpu

@@ -1,0 +1,167 @@
+// GpuStorage memory and the fill / copy / cast entries; the GPU Backend services.
+#include "backend/gpu/device_utils.cuh"
+#include "backend/gpu/gpu_storage.hpp"
+#include "core/dispatch.hpp"
+#include "ops/numeric.hpp"
+#include "ops/random.hpp"
+
+namespace wick::gpu {
+
+GpuStorage::GpuStorage(int ordinal, size_t numel, DType dtype) : numel_(numel), dtype_(dtype) {
+  const size_t es = dtype_size(dtype);
+  if (numel != 0 && (numel * es) / numel != es)
+    throw Error(ErrorKind::OutOfMemory, "gpu alloc: " + std::to_string(numel) + " x " + dtype_name(dtype) +
+                                            " overflows the address space");
+  buf_ = device_alloc(ordinal, numel * es);
+}
+
+GpuStorage::~GpuStorage() { device_free(buf_); }
+
+Device GpuStorage::device() const { return Device::unchecked(built_kind(), buf_.ordinal); }
+
+void GpuStorage::copy_to_host(void* dst) const {
+  DeviceGuard g(ordinal());
+  if (numel_ == 0) return;
+  check(gpuMemcpyAsync(dst, buf_.ptr, numel_ * dtype_size(dtype_), gpuMemcpyDeviceToHost, stream()), "MemcpyAsync(D2H)");
+  check(gpuStreamSynchronize(stream()), "StreamSynchronize");
+}
+
+StoragePtr GpuStorage::try_clone(const Layout& l) const {
+  auto out = new_storage(ordinal(), l.numel(), dtype_);
+  copy_strided_src(*out, 0, l);
+  return out;
+}
+
+template <class T> struct ConstF {
+  T v;
+  __device__ T operator()() const { return v; }
+};
+
+template <class T, int N> __global__ void const_set_kernel(T* p, int64_t n, T v, StridedDesc<N> d) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) p[d.offset(0, i)] = v;
+}
+
+void GpuStorage::const_set(Scalar v, const Layout& l) {
+  DeviceGuard g(ordinal());
+  const int64_t n = int64_t(l.numel());
+  if (n == 0) return;
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    T val = v.is_int() ? cast<T>(v.to_int64()) : cast<T>(v.to_double());
+    StridedDesc<1> d;
+    if (!make_desc<1>(l.shape, {&l}, &d)) {  // rank too large after merging: one row at a time
+      for (size_t i = 0; i < l.shape[0]; ++i) const_set(v, Layout(Shape(l.shape.begin() + 1, l.shape.end()),
+                                                                 std::vector<int64_t>(l.strides.begin() + 1, l.strides.end()),
+                                                                 size_t(int64_t(l.offset) + int64_t(i) * l.strides[0])));
+      return;
+    }
+    const_set_kernel<<<grid_for(n), kBlock, 0, stream()>>>(ptr<T>(), n, val, d);
+    check_launch("const_set");
+  });
+}
+
+template <class T> struct Identity {
+  __device__ T operator()(T x) const { return x; }
+};
+
+void GpuStorage::copy_strided_src(Storage& dst_s, size_t dst_offset, const Layout& src_l) const {
+  GpuStorage& dst = as_gpu(dst_s);
+  DeviceGuard g(ordinal());
+  const size_t n = src_l.numel();
+  if (n == 0) return;
+  const size_t es = dtype_size(dtype_);
+  if (src_l.is_contiguous()) {
+    check(gpuMemcpyAsync(static_cast<char*>(dst.data()) + dst_offset * es,
+                         static_cast<const char*>(data()) + src_l.offset * es, n * es, gpuMemcpyDeviceToDevice,
+                         stream()),
+          "MemcpyAsync(D2D)");
+    return;
+  }
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    launch_map(stream(), dst.ptr<T>() + dst_offset, src_l.shape, Identity<T>{}, {&src_l}, ptr<T>());
+  });
+}
+
+void GpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size_t dst_s_, size_t src_offset,
+                        size_t dst_offset) const {
+  GpuStorage& dst = as_gpu(dst_s);
+  DeviceGuard g(ordinal());
+  if (d1 == 0 || d2 == 0) return;
+  const size_t es = dtype_size(dtype_);
+  check(gpuMemcpy2DAsync(static_cast<char*>(dst.data()) + dst_offset * es, dst_s_ * es,
+                         static_cast<const char*>(data()) + src_offset * es, src_s * es, d2 * es, d1,
+                         gpuMemcpyDeviceToDevice, stream()),
+        "Memcpy2DAsync");
+}
+
+template <class To, class From> struct CastF {
+  __device__ To operator()(From x) const { return cast<To>(x); }
+};
+
+StoragePtr GpuStorage::to_dtype(const Layout& l, DType to) const {
+  DeviceGuard g(ordinal());
+  auto out = new_storage(ordinal(), l.numel(), to);
+  dispatch_dtype(dtype_, [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch_dtype(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      launch_map(stream(), out->ptr<To>(), l.shape, CastF<To, From>{}, {&l}, ptr<From>());
+    });
+  });
+  return out;
+}
+
+// ---- Backend services
+
+StoragePtr GpuBackend::alloc(size_t numel, DType dtype) { return new_storage(ordinal_, numel, dtype); }
+
+StoragePtr GpuBackend::zeros(size_t numel, DType dtype) {
+  auto s = new_storage(ordinal_, numel, dtype);
+  DeviceGuard g(ordinal_);
+  if (numel) check(gpuMemsetAsync(s->data(), 0, numel * dtype_size(dtype), s->stream()), "MemsetAsync");
+  return s;
+}
+
+StoragePtr GpuBackend::from_host(const void* data, size_t numel, DType dtype) {
+  auto s = new_storage(ordinal_, numel, dtype);
+  DeviceGuard g(ordinal_);
+  if (numel) {
+    check(gpuMemcpyAsync(s->data(), data, numel * dtype_size(dtype), gpuMemcpyHostToDevice, s->stream()),
+          "MemcpyAsync(H2D)");
+    // the caller may free `data` on return: make sure the copy has read it
+    check(gpuStreamSynchronize(s->stream()), "StreamSynchronize");
+  }
+  return s;
+}
+
+template <class T, bool kNormal> __global__ void rand_kernel(T* p, int64_t n, uint64_t seed, double a, double b) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    double x = kNormal ? a + b * philox_normal(seed, uint64_t(i)) : a + (b - a) * philox_uniform(seed, uint64_t(i));
+    p[i] = cast<T>(x);
+  }
+}
+
+template <bool kNormal> static StoragePtr fill_random(int ordinal, size_t numel, DType dtype, uint64_t seed, double a,
+                                                      double b) {
+  auto s = new_storage(ordinal, numel, dtype);
+  DeviceGuard g(ordinal);
+  if (numel == 0) return s;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    rand_kernel<T, kNormal><<<grid_for(int64_t(numel)), kBlock, 0, s->stream()>>>(s->ptr<T>(), int64_t(numel), seed, a, b);
+    check_launch("rand");
+  });
+  return s;
+}
+
+StoragePtr GpuBackend::rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) {
+  return fill_random<false>(ordinal_, numel, dtype, seed, lo, hi);
+}
+StoragePtr GpuBackend::rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) {
+  return fill_random<true>(ordinal_, numel, dtype, seed, mean, std);
+}
+
+}  // namespace wick::gpu

@@ -1,0 +1,90 @@
+#pragma once
+// The neutral gpu* vocabulary: the one place (with blas.cu) that spells a vendor's names.
+// WICK_GPU_HIP selects HIP (AMD, ROCm); otherwise CUDA (NVIDIA).
+#include <string>
+
+#include "wick/error.hpp"
+
+#if defined(WICK_GPU_HIP)
+#include <hip/hip_runtime.h>
+#define WICK_GPU_VENDOR "rocm"
+using gpuError_t = hipError_t;
+using gpuStream_t = hipStream_t;
+using gpuDeviceProp_t = hipDeviceProp_t;
+using gpuFuncAttributes = hipFuncAttributes;
+constexpr gpuError_t gpuSuccess = hipSuccess;
+constexpr gpuError_t gpuErrorMemoryAllocation = hipErrorOutOfMemory;
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyAsync hipMemcpyAsync
+#define gpuMemcpyPeerAsync hipMemcpyPeerAsync
+#define gpuMemsetAsync hipMemsetAsync
+#define gpuMemcpy2DAsync hipMemcpy2DAsync
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
+#define gpuStreamSynchronize hipStreamSynchronize
+#define gpuSetDevice hipSetDevice
+#define gpuGetDevice hipGetDevice
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuMemGetInfo hipMemGetInfo
+#define gpuFuncGetAttributes hipFuncGetAttributes
+#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
+#define gpuDriverGetVersion hipDriverGetVersion
+#else
+#include <cuda_runtime.h>
+#define WICK_GPU_VENDOR "cuda"
+using gpuError_t = cudaError_t;
+using gpuStream_t = cudaStream_t;
+using gpuDeviceProp_t = cudaDeviceProp;
+using gpuFuncAttributes = cudaFuncAttributes;
+constexpr gpuError_t gpuSuccess = cudaSuccess;
+constexpr gpuError_t gpuErrorMemoryAllocation = cudaErrorMemoryAllocation;
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyAsync cudaMemcpyAsync
+#define gpuMemcpyPeerAsync cudaMemcpyPeerAsync
+#define gpuMemsetAsync cudaMemsetAsync
+#define gpuMemcpy2DAsync cudaMemcpy2DAsync
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
+#define gpuStreamSynchronize cudaStreamSynchronize
+#define gpuSetDevice cudaSetDevice
+#define gpuGetDevice cudaGetDevice
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuMemGetInfo cudaMemGetInfo
+#define gpuFuncGetAttributes cudaFuncGetAttributes
+#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
+#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
+#define gpuDriverGetVersion cudaDriverGetVersion
+#endif
+
+namespace wick::gpu {
+
+// Throws Error(Device) naming the call and the runtime's message.
+inline void check(gpuError_t e, const char* what) {
+  if (e != gpuSuccess)
+    throw Error(ErrorKind::Device, std::string(WICK_GPU_VENDOR) + " call " + what + " failed: " + gpuGetErrorString(e));
+}
+// After a kernel launch: reports a bad launch configuration or a missing code object.
+inline void check_launch(const char* kernel) {
+  gpuError_t e = gpuGetLastError();
+  if (e != gpuSuccess)
+    throw Error(ErrorKind::Device, std::string(kernel) + ": kernel launch failed: " + gpuGetErrorString(e));
+}
+
+}  // namespace wick::gpu
