@@ -424,3 +424,33 @@ TEST(IndexingComposites, EmbeddingShapes) {
   EXPECT_EQ(table.embedding(Tensor::zeros({0}, DType::U32)).shape(), (Shape{0, 3}));
   EXPECT_THROW(table.embedding(i64({4}, {1})), Error);
 }
+
+// Wide lines (>= 16 positions outside dim) take the row-sweeping path of the scatter kernel.
+TEST(Indexing, WideRowsScatterAndIndexAdd) {
+  const size_t n = 12, w = 32;
+  std::vector<int64_t> ids(n);
+  std::vector<float> src(n * w);
+  for (size_t i = 0; i < n; ++i) ids[i] = int64_t(i % 5);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < w; ++j) src[i * w + j] = float(j + 1);
+  // rows 0 and 1 are hit 3 times, rows 2..4 twice
+  std::vector<double> want(5 * w);
+  for (size_t r = 0; r < 5; ++r)
+    for (size_t j = 0; j < w; ++j) want[r * w + j] = double((r < 2 ? 3 : 2) * (j + 1));
+  Tensor s = f32(src, {n, w});
+  EXPECT_TRUE(all_close(Tensor::zeros({5, w}, DType::F32).index_add(i64(ids, {n}), s, 0), want, 0, 0));
+  EXPECT_TRUE(all_close(Tensor::zeros({5, w}, DType::F32).index_add(i64(ids, {n}), test::as_transposed(s), 0), want,
+                        0, 0));
+  Tensor wide_ids = i64(ids, {n, 1}).broadcast_as({n, w});
+  EXPECT_TRUE(all_close(Tensor::zeros({5, w}, DType::F32).scatter_add(wide_ids, s, 0), want, 0, 0));
+  // scatter (set) with duplicates along dim 0: the last i with ids[i] == r wins, i.e. rows
+  // 0..4 take src rows 10, 11, 7, 8, 9 (ids[i] = i % 5 over i < 12); src row i holds i * 100 + j.
+  std::vector<float> src2(n * w);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < w; ++j) src2[i * w + j] = float(i * 100 + j);
+  const size_t last[5] = {10, 11, 7, 8, 9};
+  std::vector<double> want2(5 * w);
+  for (size_t r = 0; r < 5; ++r)
+    for (size_t j = 0; j < w; ++j) want2[r * w + j] = double(last[r] * 100 + j);
+  EXPECT_TRUE(all_close(Tensor::zeros({5, w}, DType::F32).scatter(wide_ids, f32(src2, {n, w}), 0), want2, 0, 0));
+}

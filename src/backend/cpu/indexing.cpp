@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 
@@ -111,43 +112,70 @@ void gather_kernel(T* out, const Shape& shape, const T* src, const Layout& src_l
   });
 }
 
+template <bool kAdd, class T> inline void put(T& o, T v) {
+  if constexpr (kAdd)
+    o = add_one(o, v);
+  else
+    o = v;
+}
+
+Layout drop_dim(const Layout& l, size_t dim) {
+  Layout r = l;
+  r.shape.erase(r.shape.begin() + int64_t(dim));
+  r.strides.erase(r.strides.begin() + int64_t(dim));
+  return r;
+}
+
 // dst[dst_l(k) + ids[ids_l(k)] * dim_stride] (+)= src[src_l(k)] over the ids' shape; dst_l has
-// stride 0 along `dim`. `dim` is walked innermost so that one thread owns each destination
-// line: duplicate ids apply in row-major order (last write wins, adds in order), never racing.
+// stride 0 along `dim`. Work is split by "lines" (positions outside `dim`), each owned by one
+// thread that walks its line along `dim` in order: duplicate ids apply in row-major order
+// (last write wins, adds in order), never racing.
 template <bool kAdd, class T, class I>
 void scatter_kernel(T* dst, const Layout& dst_l, const I* ids, const Layout& ids_l, const T* src, const Layout& src_l,
                     size_t dim, int64_t dim_stride) {
-  const size_t line = dst_l.shape[dim];
   if (dst_l.numel() == 0) return;
-  std::vector<size_t> order;
-  for (size_t d = 0; d < dst_l.rank(); ++d)
-    if (d != dim) order.push_back(d);
-  order.push_back(dim);
-  Layout a = dst_l.permute(order), b = ids_l.permute(order), c = src_l.permute(order);
-  auto plan = plan_strided<3>(a.shape, {&a, &b, &c});
-  const size_t lines = plan.numel / line;
+  const size_t len_dim = dst_l.shape[dim];
+  const Layout a = drop_dim(dst_l, dim), b = drop_dim(ids_l, dim), c = drop_dim(src_l, dim);
+  const auto outer = plan_strided<3>(a.shape, {&a, &b, &c});
+  const size_t lines = outer.numel;
+  const int64_t ids_ds = ids_l.strides[dim], src_ds = src_l.strides[dim];
   // A broadcast destination (stride 0 outside dim) maps several lines onto one element.
   bool shared_dst = false;
-  for (size_t d = 0; d < dst_l.rank(); ++d) shared_dst |= d != dim && dst_l.shape[d] > 1 && dst_l.strides[d] == 0;
-  auto body = [&](size_t lb, size_t le) {
-    for_each_run<3>(plan, lb * line, le * line, [&](size_t, size_t len, const auto& offs, const auto& inner) {
-      T* d0 = dst + offs[0];
-      const I* id = ids + offs[1];
-      const T* s = src + offs[2];
-      for (size_t j = 0; j < len; ++j) {
-        T& o = d0[int64_t(j) * inner[0] + int64_t(id[int64_t(j) * inner[1]]) * dim_stride];
-        const T v = s[int64_t(j) * inner[2]];
-        if constexpr (kAdd)
-          o = add_one(o, v);
-        else
-          o = v;
-      }
-    });
-  };
+  for (size_t d = 0; d < a.rank(); ++d) shared_dst |= a.shape[d] > 1 && a.strides[d] == 0;
+
+  std::function<void(size_t, size_t)> body;
+  if (outer.dims.back() >= 16) {
+    // Long runs of lines side by side (e.g. rows of an embedding gradient): step along `dim`
+    // outside and sweep the lines of the chunk inside, so src rows are read in order.
+    body = [&](size_t lb, size_t le) {
+      for (size_t k = 0; k < len_dim; ++k)
+        for_each_run<3>(outer, lb, le, [&](size_t, size_t len, const auto& offs, const auto& inner) {
+          T* d0 = dst + offs[0];
+          const I* id = ids + int64_t(offs[1]) + int64_t(k) * ids_ds;
+          const T* s = src + int64_t(offs[2]) + int64_t(k) * src_ds;
+          for (size_t j = 0; j < len; ++j)
+            put<kAdd>(d0[int64_t(j) * inner[0] + int64_t(id[int64_t(j) * inner[1]]) * dim_stride],
+                      s[int64_t(j) * inner[2]]);
+        });
+    };
+  } else {
+    // Few lines side by side: walk each line along `dim` innermost.
+    body = [&](size_t lb, size_t le) {
+      for_each_run<3>(outer, lb, le, [&](size_t, size_t len, const auto& offs, const auto& inner) {
+        for (size_t j = 0; j < len; ++j) {
+          T* d0 = dst + int64_t(offs[0]) + int64_t(j) * inner[0];
+          const I* id = ids + int64_t(offs[1]) + int64_t(j) * inner[1];
+          const T* s = src + int64_t(offs[2]) + int64_t(j) * inner[2];
+          for (size_t k = 0; k < len_dim; ++k)
+            put<kAdd>(d0[int64_t(id[int64_t(k) * ids_ds]) * dim_stride], s[int64_t(k) * src_ds]);
+        }
+      });
+    };
+  }
   if (shared_dst)
     body(0, lines);
   else
-    parallel_for(lines, body, std::max<size_t>(1, kParallelGrain / std::max<size_t>(line, 1)));
+    parallel_for(lines, body, std::max<size_t>(1, kParallelGrain / std::max<size_t>(len_dim, 1)));
 }
 
 // The data layout `l` reshaped to `shape` (same rank) with stride 0 along dim.
