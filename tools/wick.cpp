@@ -62,6 +62,7 @@ static int cmd_check(Args& a) {
   if (sum.passed + sum.failed == 0)
     std::fprintf(stderr, "check: no case matches --op '%s' --dtype '%s'\n", opt.op.c_str(), opt.dtype.c_str());
   std::printf("%zu passed, %zu failed\n", sum.passed, sum.failed);
+  if (sum.passed + sum.failed == 0) return 2;  // a typo in --op must not look like a pass
   return sum.failed == 0 ? 0 : 1;
 }
 
