@@ -27,6 +27,7 @@ class SafeTensors {
 
   struct Impl;
  private:
+  SafeTensors() = default;  // only open() makes one, so impl_ is never null
   std::shared_ptr<Impl> impl_;
 };
 

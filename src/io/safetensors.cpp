@@ -218,7 +218,7 @@ Tensor SafeTensors::load(const std::string& name, Device device) const {
   const auto& e = impl_->find(name, "load");
   DType d = impl_->wick_dtype(e, "load");
   const unsigned char* p = impl_->file->data() ? impl_->file->data() + impl_->data_start + e.begin : nullptr;
-  if (e.st == &kStDTypes[0]) {  // BOOL: any nonzero byte is true
+  if (std::strcmp(e.st->name, "BOOL") == 0) {  // any nonzero byte is true
     std::vector<uint8_t> v(p, p + (e.end - e.begin));
     for (auto& b : v) b = b ? 1 : 0;
     return Tensor::from_data(v.data(), e.shape, d, device);
