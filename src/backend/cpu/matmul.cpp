@@ -1,5 +1,5 @@
 // Batched matmul on the CPU: OpenBLAS gemm for the floats (f16/bf16/f8 through f32), a
-// blocked 64-bit-accumulating kernel for the integers.
+// blocked kernel in wrapping unsigned arithmetic for the integers.
 #include <cblas.h>
 
 #include <algorithm>
@@ -118,21 +118,22 @@ void matmul_small_float(const T* lhs, const T* rhs, T* out, const MatmulDims& d,
   }
 }
 
-// Integers: products and sums in 64-bit unsigned arithmetic (wrapping, no UB), truncated to
-// T at the end, which equals wrapping arithmetic in T. B is widened to a row-major u64
+// Integers: wrapping arithmetic in the unsigned type of T's width (u16 for u8, so that the
+// multiply vectorises), which gives exactly T's wrapping result. B is widened to a row-major
 // panel per batch so that the inner loop is a contiguous axpy.
 template <class T>
 void matmul_int(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
                 const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
+  using A = std::conditional_t<sizeof(T) == 1, uint16_t, std::make_unsigned_t<T>>;
+  using Wide = std::conditional_t<(sizeof(A) < 4), uint32_t, A>;  // avoids int promotion in u16 * u16
   constexpr size_t kJBlock = 256;
-  std::vector<uint64_t> bw(d.k * d.n);
+  std::vector<A> bw(d.k * d.n);
   size_t last_b = SIZE_MAX;
-  auto widen = [](T x) { return uint64_t(int64_t(x)); };
   for (size_t bi = 0; bi < d.b; ++bi) {
     if (ro[bi] != last_b) {
       const T* src = rhs + ro[bi];
       for (size_t p = 0; p < d.k; ++p)
-        for (size_t j = 0; j < d.n; ++j) bw[p * d.n + j] = widen(src[int64_t(p) * bb.rs + int64_t(j) * bb.cs]);
+        for (size_t j = 0; j < d.n; ++j) bw[p * d.n + j] = A(src[int64_t(p) * bb.rs + int64_t(j) * bb.cs]);
       last_b = ro[bi];
     }
     const T* a = lhs + lo[bi];
@@ -141,15 +142,15 @@ void matmul_int(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const B
     parallel_for(
         d.m,
         [&](size_t r0, size_t r1) {
-          uint64_t acc[kJBlock];
+          A acc[kJBlock];
           for (size_t i = r0; i < r1; ++i) {
             for (size_t j0 = 0; j0 < d.n; j0 += kJBlock) {
               const size_t jn = std::min(kJBlock, d.n - j0);
-              std::fill(acc, acc + jn, uint64_t(0));
+              std::fill(acc, acc + jn, A(0));
               for (size_t p = 0; p < d.k; ++p) {
-                const uint64_t av = widen(a[int64_t(i) * ab.rs + int64_t(p) * ab.cs]);
-                const uint64_t* brow = bw.data() + p * d.n + j0;
-                for (size_t j = 0; j < jn; ++j) acc[j] += av * brow[j];
+                const Wide av = A(a[int64_t(i) * ab.rs + int64_t(p) * ab.cs]);
+                const A* brow = bw.data() + p * d.n + j0;
+                for (size_t j = 0; j < jn; ++j) acc[j] = A(acc[j] + A(av * Wide(brow[j])));
               }
               for (size_t j = 0; j < jn; ++j) o[i * d.n + j0 + j] = T(acc[j]);
             }
