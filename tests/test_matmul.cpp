@@ -1,5 +1,6 @@
 // matmul / dot / mv against NumPy and exact-integer fixtures (tests/fixtures/gen_matmul.py),
 // in several layouts, plus hand-checked cases and errors.
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,7 +63,11 @@ const char* variant_name(Variant v) {
   return "?";
 }
 
-using Param = std::pair<std::string, Variant>;
+struct Param {
+  std::string first;
+  Variant second;
+  friend void PrintTo(const Param& p, std::ostream* os) { *os << p.first << "/" << variant_name(p.second); }
+};
 
 std::vector<Param> params() {
   std::vector<Param> out;
