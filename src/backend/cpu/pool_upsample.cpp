@@ -91,7 +91,7 @@ StoragePtr CpuStorage::avg_pool2d(const Layout& l, size_t kh, size_t kw, size_t 
     } else {
       using A = compute_t<T>;
       const T* in = ptr<T>();
-      const A inv = A(1) / A(kh * kw);
+      const A count = A(kh * kw);
       for_each_out_row(im, ho, wo, out->ptr<T>(), [&](size_t base, size_t oy, T* o) {
         for (size_t ox = 0; ox < wo; ++ox) {
           A acc = 0;
@@ -99,7 +99,7 @@ StoragePtr CpuStorage::avg_pool2d(const Layout& l, size_t kh, size_t kw, size_t 
             const T* row = in + int64_t(base) + int64_t(oy * sh + i) * im.sh + int64_t(ox * sw) * im.sw;
             for (size_t j = 0; j < kw; ++j) acc += to_compute(row[int64_t(j) * im.sw]);
           }
-          o[ox] = cast<T>(acc * inv);
+          o[ox] = cast<T>(acc / count);
         }
       });
     }
