@@ -291,7 +291,10 @@ Tensor Tensor::one_hot(const Tensor& ids, size_t depth, DType dtype) {
     out.scatter_set(ids.unsqueeze(-1), on, -1);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Index) throw;
-    throw Error(ErrorKind::Index, std::string("one_hot (depth ") + std::to_string(depth) + "): " + e.what());
+    std::string m = e.what();  // "...scatter_set: id 7 at position ..." -> keep from "id"
+    size_t at = m.find("scatter_set: ");
+    throw Error(ErrorKind::Index, "one_hot (depth " + std::to_string(depth) + "): " +
+                                      (at == std::string::npos ? m : m.substr(at + 13)));
   }
   return out;
 }
