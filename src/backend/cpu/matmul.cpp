@@ -76,11 +76,24 @@ void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda
     cblas_dgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(n));
 }
 
+constexpr size_t kSmallGemm = 4 * 65536;
+
 template <class T>
 void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
                  const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
-  for (size_t i = 0; i < d.b; ++i)
+  auto one = [&](size_t i) {
     gemm<T>(ab.trans, bb.trans, d.m, d.n, d.k, lhs + lo[i], ab.ld, rhs + ro[i], bb.ld, out + i * d.m * d.n);
+  };
+#ifdef _OPENMP
+  // OpenBLAS runs gemms up to 4 * 65536 multiply-adds on one thread, so a batch of such small
+  // products is spread over our threads instead (concurrent calls are safe in OpenBLAS >= 0.3.7).
+  if (d.b > 1 && d.m * d.n * d.k <= kSmallGemm && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t i = 0; i < int64_t(d.b); ++i) one(size_t(i));
+    return;
+  }
+#endif
+  for (size_t i = 0; i < d.b; ++i) one(i);
 }
 
 // Copies a (rows x cols) strided block into a contiguous row-major f32 buffer.
