@@ -334,6 +334,15 @@ TEST(Sort, NaNOrder) {
   EXPECT_EQ(vv[0], -INFINITY);
   EXPECT_EQ(vv[3], 2.0f);
   EXPECT_TRUE(std::isnan(vv[5]));
+  // -0.0 equals 0.0: a stable sort keeps their order both ways.
+  Tensor z = Tensor::from_vector<float>({0.0f, -0.0f, 0.0f, -0.0f}, {4});
+  EXPECT_EQ(z.arg_sort_last_dim(true).to_vector<uint32_t>(), (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(z.arg_sort_last_dim(false).to_vector<uint32_t>(), (std::vector<uint32_t>{0, 1, 2, 3}));
+  std::vector<float> zl(100);
+  for (size_t i = 0; i < zl.size(); ++i) zl[i] = (i % 3 == 0) ? -0.0f : (i % 3 == 1 ? 0.0f : -1.0f);
+  auto zi = Tensor::from_vector(zl, {100}).arg_sort_last_dim(true).to_vector<uint32_t>();  // radix path
+  for (size_t j = 0; j < 33; ++j) EXPECT_EQ(zi[j], 3 * j + 2);
+  for (size_t j = 33; j < 100; ++j) EXPECT_EQ(zi[j], j - 33 + (j - 33) / 2);  // 0,1,3,4,6,... in order
 }
 
 TEST(Cumsum, LargeAlongEveryDim) {

@@ -42,6 +42,7 @@ template <class T> struct SumAcc {
 // Max and min propagate NaN (PyTorch): once a NaN is in, it stays. The "nothing seen" state
 // is carried by a flag so that no sentinel value is needed for any type.
 template <class T, bool kMax> struct MinMaxAcc {
+  static constexpr bool kIsMax = kMax;
   using C = compute_t<T>;
   struct Acc {
     C v;
@@ -66,6 +67,7 @@ template <class T, bool kMax> struct MinMaxAcc {
 
 // Argmax/argmin: the first index of the extreme value; the first NaN wins over everything.
 template <class T, bool kMax> struct ArgAcc {
+  static constexpr bool kIsMax = kMax;
   using C = compute_t<T>;
   struct Acc {
     C v;

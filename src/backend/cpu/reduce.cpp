@@ -23,7 +23,8 @@ namespace wick::cpu {
 namespace {
 
 constexpr size_t kBlock = 65536;  // reduced elements per parallel block (split strategy)
-constexpr size_t kTile = 256;     // outputs per tile (row-accumulate strategy)
+constexpr size_t kTile = 2048;    // outputs per tile (row-accumulate): whole rows stream from memory
+constexpr size_t kMinTile = 256;  // narrowest tile worth a task of its own
 constexpr size_t kCascade = 64;   // rows folded into a tile before it joins the running sum
 
 template <class T> constexpr bool kIsSum = false;
@@ -54,6 +55,27 @@ template <class A, bool kUnit, class T> A pairwise_sum(const T* p, int64_t s, si
   return pairwise_sum<A, kUnit>(p, s, h) + pairwise_sum<A, kUnit>(kUnit ? p + h : p + int64_t(h) * s, s, n - h);
 }
 
+// One lane step of max/min, branch-free so that it vectorises: a NaN lane stays NaN
+// ((x > nan) is false) and a NaN x always enters.
+template <bool kMax, class C> inline C lane_step(C r, C x) {
+  bool take = kMax ? (x > r) : (x < r);
+  if constexpr (std::is_floating_point_v<C>) take = take | (x != x);
+  return take ? x : r;
+}
+
+// Max/min (NaN-propagating) of p[0..len), len >= 8, in eight independent lanes.
+template <bool kMax, class T> compute_t<T> lane_extreme(const T* p, size_t len) {
+  using C = compute_t<T>;
+  C r[8];
+  for (int k = 0; k < 8; ++k) r[k] = to_compute(p[k]);
+  size_t j = 8;
+  for (; j + 8 <= len; j += 8)
+    for (int k = 0; k < 8; ++k) r[k] = lane_step<kMax>(r[k], C(to_compute(p[j + size_t(k)])));
+  for (; j < len; ++j) r[0] = lane_step<kMax>(r[0], C(to_compute(p[j])));
+  for (int k = 1; k < 8; ++k) r[0] = lane_step<kMax>(r[0], r[k]);
+  return r[0];
+}
+
 // Folds len elements p[0], p[s], ... (flattened reduced indices idx0, idx0+1, ...) into a.
 template <class Op, class T>
 void fold_run(const Op& op, typename Op::Acc& a, const T* p, int64_t s, size_t len, size_t idx0) {
@@ -71,24 +93,25 @@ void fold_run(const Op& op, typename Op::Acc& a, const T* p, int64_t s, size_t l
       a += s == 1 ? pairwise_sum<Acc, true>(p, s, len) : pairwise_sum<Acc, false>(p, s, len);
     }
   } else if constexpr (kIsMinMax<Op>) {
-    // Eight independent lanes, branch-free: a NaN lane stays NaN ((x > nan) is false).
-    using C = typename Op::C;
     if (len >= 16 && s == 1) {
-      C r[8];
-      for (int k = 0; k < 8; ++k) r[k] = to_compute(p[k]);
-      size_t j = 8;
-      for (; j + 8 <= len; j += 8)
-        for (int k = 0; k < 8; ++k) {
-          C x = to_compute(p[j + size_t(k)]);
-          r[k] = (Op::better(x, r[k])) ? x : r[k];
-        }
-      for (int k = 0; k < 8; ++k) op.add(a, cast<T>(r[k]));
-      for (; j < len; ++j) op.add(a, p[j]);
+      op.add(a, cast<T>(lane_extreme<Op::kIsMax>(p, len)));
     } else {
       for (size_t j = 0; j < len; ++j) op.add(a, p[int64_t(j) * s]);
     }
   } else {
-    for (size_t j = 0; j < len; ++j) op.add(a, p[int64_t(j) * s], uint32_t(idx0 + j));
+    if (len >= 16 && s == 1) {
+      // Two vectorisable passes: the extreme value, then its first position (or first NaN).
+      using C = typename Op::C;
+      const C m = lane_extreme<Op::kIsMax>(p, len);
+      size_t j = 0;
+      if (is_nan_val(m))
+        while (!is_nan_val(to_compute(p[j]))) ++j;
+      else
+        while (to_compute(p[j]) != m) ++j;
+      op.add(a, p[j], uint32_t(idx0 + j));
+    } else {
+      for (size_t j = 0; j < len; ++j) op.add(a, p[int64_t(j) * s], uint32_t(idx0 + j));
+    }
   }
 }
 
@@ -145,7 +168,7 @@ void reduce_typed(const Op& op, const T* in, typename Op::Out* out, const Stride
 
   // Row-accumulate: a tile of outputs adjacent in memory, all reduced rows folded into it.
   parallel_for(n_out, [&](size_t b, size_t e) {
-    Acc acc[kTile], part[kTile];
+    std::vector<Acc> acc(kTile), part(kTile);
     for_each_run<1>(kp, b, e, [&](size_t i0, size_t len, const auto& offs, const auto& inner) {
       const int64_t ki = inner[0];
       for (size_t t0 = 0; t0 < len; t0 += kTile) {
@@ -158,10 +181,11 @@ void reduce_typed(const Op& op, const T* in, typename Op::Out* out, const Stride
           for_each_run<1>(rp, 0, n_red, [&](size_t, size_t rlen, const auto& roffs, const auto& rinner) {
             for (size_t r = 0; r < rlen; ++r) {
               const T* row = tb + roffs[0] + int64_t(r) * rinner[0];
+              Acc* __restrict pp = part.data();
               if (ki == 1)
-                for (size_t j = 0; j < tl; ++j) op.add(part[j], row[j]);
+                for (size_t j = 0; j < tl; ++j) op.add(pp[j], row[j]);
               else
-                for (size_t j = 0; j < tl; ++j) op.add(part[j], row[int64_t(j) * ki]);
+                for (size_t j = 0; j < tl; ++j) op.add(pp[j], row[int64_t(j) * ki]);
               if (++since == kCascade) {
                 for (size_t j = 0; j < tl; ++j) {
                   op.merge(acc[j], part[j]);
@@ -172,18 +196,35 @@ void reduce_typed(const Op& op, const T* in, typename Op::Out* out, const Stride
             }
           });
           for (size_t j = 0; j < tl; ++j) op.merge(acc[j], part[j]);
+          for (size_t j = 0; j < tl; ++j) out[i0 + t0 + j] = op.finish(acc[j]);
         } else {
+          // Values and indices in separate arrays, branch-free updates: vectorisable.
+          using C = typename Op::C;
+          std::vector<C> valv(kTile);
+          std::vector<uint32_t> idxv(kTile);
+          C* val = valv.data();
+          uint32_t* idx = idxv.data();
+          for (size_t j = 0; j < tl; ++j) val[j] = to_compute(tb[int64_t(j) * ki]), idx[j] = 0;
           for_each_run<1>(rp, 0, n_red, [&](size_t ri, size_t rlen, const auto& roffs, const auto& rinner) {
-            for (size_t r = 0; r < rlen; ++r) {
+            for (size_t r = (ri == 0 ? 1 : 0); r < rlen; ++r) {
               const T* row = tb + roffs[0] + int64_t(r) * rinner[0];
-              for (size_t j = 0; j < tl; ++j) op.add(acc[j], row[int64_t(j) * ki], uint32_t(ri + r));
+              const uint32_t ix = uint32_t(ri + r);
+              for (size_t j = 0; j < tl; ++j) {
+                const C x = to_compute(row[int64_t(j) * ki]);
+                const C v = lane_step<Op::kIsMax>(val[j], x);
+                if constexpr (!kIsMinMax<Op>) idx[j] = (v != val[j] && !is_nan_val(val[j])) ? ix : idx[j];
+                val[j] = v;
+              }
             }
           });
+          for (size_t j = 0; j < tl; ++j) {
+            if constexpr (kIsMinMax<Op>) out[i0 + t0 + j] = cast<T>(val[j]);
+            else out[i0 + t0 + j] = idx[j];
+          }
         }
-        for (size_t j = 0; j < tl; ++j) out[i0 + t0 + j] = op.finish(acc[j]);
       }
     });
-  }, grain);
+  }, std::max(grain, kMinTile));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // cumsum along any dim and the stable last-dim arg_sort, for any layout, on all cores.
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,6 +23,49 @@ size_t offset_of(size_t o, const Shape& shape, const std::vector<int64_t>& strid
     o /= shape[d];
   }
   return size_t(off);
+}
+
+// Order-preserving unsigned keys: NaN above +inf (all NaNs equal), -0.0 equal to 0.0,
+// signed integers with the sign bit flipped.
+template <class T> using sort_key_t =
+    std::conditional_t<sizeof(compute_t<T>) == 1, uint8_t,
+                       std::conditional_t<sizeof(compute_t<T>) == 2, uint16_t,
+                                          std::conditional_t<sizeof(compute_t<T>) == 4, uint32_t, uint64_t>>>;
+
+template <class T> sort_key_t<T> sort_key(T v) {
+  using K = sort_key_t<T>;
+  using C = compute_t<T>;
+  constexpr K kSign = K(K(1) << (sizeof(K) * 8 - 1));
+  if constexpr (std::is_floating_point_v<C>) {
+    C x = to_compute(v);
+    if (x != x) return K(~K(0));
+    if (x == C(0)) x = C(0);
+    K bits;
+    std::memcpy(&bits, &x, sizeof(K));
+    return (bits & kSign) ? K(~bits) : K(bits | kSign);
+  } else if constexpr (std::is_signed_v<C>) {
+    return K(K(v) ^ kSign);
+  } else {
+    return K(v);
+  }
+}
+
+// LSD radix sort of (key, index) pairs on 8-bit digits; digits equal in every key are skipped.
+template <class K> void radix_sort(std::vector<std::pair<K, uint32_t>>& a, std::vector<std::pair<K, uint32_t>>& tmp) {
+  const size_t n = a.size();
+  for (size_t shift = 0; shift < sizeof(K) * 8; shift += 8) {
+    size_t count[256] = {};
+    for (size_t j = 0; j < n; ++j) ++count[(a[j].first >> shift) & 0xff];
+    if (count[(a[0].first >> shift) & 0xff] == n) continue;
+    size_t pos = 0;
+    for (size_t d = 0; d < 256; ++d) {
+      size_t c = count[d];
+      count[d] = pos;
+      pos += c;
+    }
+    for (size_t j = 0; j < n; ++j) tmp[count[(a[j].first >> shift) & 0xff]++] = a[j];
+    a.swap(tmp);
+  }
 }
 
 }  // namespace
@@ -55,6 +100,16 @@ StoragePtr CpuStorage::cumsum(const Layout& l, size_t dim) const {
         const size_t tl = std::min({kScanTile, n_inner - i0, e - c});
         const size_t obase = l.offset + offset_of(o, outer_shape, outer_strides);
         T* ob = o_ptr + o * n * n_inner + i0;
+        if (n_inner == 1) {  // a scan along the innermost dim: one running sum
+          Acc a = op.init();
+          const T* p = in + obase;
+          for (size_t k = 0; k < n; ++k) {
+            op.add(a, p[int64_t(k) * sd]);
+            ob[k] = op.finish(a);
+          }
+          c += 1;
+          continue;
+        }
         for (size_t j = 0; j < tl; ++j) acc[j] = op.init();
         for (size_t k = 0; k < n; ++k) {
           const T* row = in + obase + int64_t(k) * sd;
@@ -82,6 +137,9 @@ StoragePtr CpuStorage::cumsum(const Layout& l, size_t dim) const {
   return out;
 }
 
+// Stable last-dim sort: each key becomes an unsigned integer whose order is the sort order
+// (NaN largest, -0.0 equal to 0.0, inverted for descending), then an LSD radix sort, which is
+// stable by construction, orders (key, index) pairs; short rows use std::stable_sort.
 StoragePtr CpuStorage::arg_sort(const Layout& l, bool ascending) const {
   const size_t n_el = l.numel();
   auto out = new_storage(n_el, DType::U32);
@@ -99,24 +157,26 @@ StoragePtr CpuStorage::arg_sort(const Layout& l, bool ascending) const {
 
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
-    using C = compute_t<T>;
+    using K = sort_key_t<T>;
     const T* in = ptr<T>();
-    auto sort_rows = [&](auto less) {
-      parallel_for(lp.numel, [&](size_t b, size_t e) {
-        std::vector<std::pair<C, uint32_t>> buf(n);
-        for_each_run<1>(lp, b, e, [&](size_t r0, size_t len, const auto& offs, const auto& inner) {
-          for (size_t r = 0; r < len; ++r) {
-            const T* row = in + offs[0] + int64_t(r) * inner[0];
-            for (size_t j = 0; j < n; ++j) buf[j] = {to_compute(row[int64_t(j) * s]), uint32_t(j)};
-            std::stable_sort(buf.begin(), buf.end(), [&](const auto& x, const auto& y) { return less(x.first, y.first); });
-            uint32_t* orow = o_ptr + (r0 + r) * n;
-            for (size_t j = 0; j < n; ++j) orow[j] = buf[j].second;
+    parallel_for(lp.numel, [&](size_t b, size_t e) {
+      std::vector<std::pair<K, uint32_t>> buf(n), tmp(n);
+      for_each_run<1>(lp, b, e, [&](size_t r0, size_t len, const auto& offs, const auto& inner) {
+        for (size_t r = 0; r < len; ++r) {
+          const T* row = in + offs[0] + int64_t(r) * inner[0];
+          for (size_t j = 0; j < n; ++j) {
+            K k = sort_key(row[int64_t(j) * s]);
+            buf[j] = {ascending ? k : K(~k), uint32_t(j)};
           }
-        });
-      }, std::max<size_t>(1, kParallelGrain / n));
-    };
-    if (ascending) sort_rows(SortLess<C, true>{});
-    else sort_rows(SortLess<C, false>{});
+          if (n < 64)
+            std::stable_sort(buf.begin(), buf.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+          else
+            radix_sort(buf, tmp);
+          uint32_t* orow = o_ptr + (r0 + r) * n;
+          for (size_t j = 0; j < n; ++j) orow[j] = buf[j].second;
+        }
+      });
+    }, std::max<size_t>(1, kParallelGrain / n));
   });
   return out;
 }
