@@ -1,0 +1,344 @@
+// cumsum along any dim and the stable last-dim arg_sort on the GPU, for any layout.
+//
+// cumsum: a "line" is the run of elements along the scanned dim at one (outer, inner) index.
+// Many lines: one thread per line, folding sequentially like the CPU (neighbouring threads
+// take neighbouring inner indices, so a non-last-dim scan reads coalesced). Long lines that
+// are few or innermost: one block per line, chunks of kScanChunk scanned in shared memory
+// (each thread a run of kScanItems, then a scan of the thread totals), a carry between chunks.
+//
+// arg_sort: each element becomes an unsigned key whose order is the sort order (the CPU's
+// keys: NaN largest, -0.0 equal to 0.0, inverted for descending), and (key, index) pairs are
+// sorted; the index tie-break makes every pair distinct, so any sorting network is stable.
+// Rows up to kSortTile: a bitonic sort in shared memory, several short rows per block. Longer
+// rows: tiles of kSortTile sorted that way, then merge passes through global memory that
+// double the sorted runs (each element finds its place by binary search in the other run).
+// No warp shuffles anywhere: any warp width works.
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include "backend/gpu/device_utils.cuh"
+#include "backend/gpu/gpu_storage.hpp"
+#include "core/dispatch.hpp"
+#include "ops/reduce.hpp"
+
+namespace wick::gpu {
+namespace {
+
+__host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Scratch {
+  DeviceBuffer b;
+  Scratch(int ordinal, size_t bytes) : b(device_alloc(ordinal, bytes)) {}
+  ~Scratch() { device_free(b); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+// ---- cumsum
+
+constexpr int kScanItems = 8;
+constexpr int kScanChunk = kBlock * kScanItems;
+
+// Line c: input at ld.offset(0, c) + k * sd; output (contiguous) at (c / n_inner) * n * n_inner
+// + c % n_inner + k * n_inner.
+template <class T>
+__global__ void cumsum_lines_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n,
+                                    int64_t n_inner, int64_t sd, StridedDesc<1> ld) {
+  using Acc = typename SumAcc<T>::Acc;
+  const SumAcc<T> op;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; c < n_lines; c += step) {
+    const T* p = in + ld.offset(0, c);
+    const int64_t o = c / n_inner;
+    T* q = out + o * n * n_inner + (c - o * n_inner);
+    Acc a = op.init();
+    for (int64_t k = 0; k < n; ++k) {
+      op.add(a, p[k * sd]);
+      q[k * n_inner] = op.finish(a);
+    }
+  }
+}
+
+// One block (kBlock threads) per line.
+template <class T>
+__global__ void cumsum_block_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n,
+                                    int64_t n_inner, int64_t sd, StridedDesc<1> ld) {
+  using Acc = typename SumAcc<T>::Acc;
+  const SumAcc<T> op;
+  __shared__ Acc buf[kScanChunk];
+  __shared__ Acc tot[2][kBlock];
+  const int t = int(threadIdx.x);
+  for (int64_t c = blockIdx.x; c < n_lines; c += gridDim.x) {
+    const T* p = in + ld.offset(0, c);
+    const int64_t o = c / n_inner;
+    T* q = out + o * n * n_inner + (c - o * n_inner);
+    Acc carry = op.init();
+    for (int64_t c0 = 0; c0 < n; c0 += kScanChunk) {
+      const int len = int(n - c0 < kScanChunk ? n - c0 : kScanChunk);
+      for (int k = t; k < len; k += kBlock) {
+        Acc a = op.init();
+        op.add(a, p[(c0 + k) * sd]);
+        buf[k] = a;
+      }
+      __syncthreads();
+      // Each thread scans its own run of kScanItems.
+      const int b = t * kScanItems;
+      Acc run = op.init();
+      for (int k = 0; k < kScanItems && b + k < len; ++k) {
+        op.merge(run, buf[b + k]);
+        buf[b + k] = run;
+      }
+      tot[0][t] = run;
+      __syncthreads();
+      // Inclusive scan of the thread totals (Hillis-Steele, earlier partials on the left).
+      int cur = 0;
+      for (int off = 1; off < kBlock; off <<= 1) {
+        Acc v = tot[cur][t];
+        if (t >= off) {
+          Acc u = tot[cur][t - off];
+          op.merge(u, v);
+          v = u;
+        }
+        tot[cur ^ 1][t] = v;
+        cur ^= 1;
+        __syncthreads();
+      }
+      Acc before = carry;
+      if (t > 0) op.merge(before, tot[cur][t - 1]);
+      for (int k = 0; k < kScanItems && b + k < len; ++k) {
+        Acc v = before;
+        op.merge(v, buf[b + k]);
+        buf[b + k] = v;
+      }
+      __syncthreads();
+      for (int k = t; k < len; k += kBlock) q[(c0 + k) * n_inner] = op.finish(buf[k]);
+      op.merge(carry, tot[cur][kBlock - 1]);
+      __syncthreads();  // buf and tot are rewritten by the next chunk
+    }
+  }
+}
+
+// ---- arg_sort
+
+template <class T> using sort_key_t =
+    std::conditional_t<sizeof(compute_t<T>) == 1, uint8_t,
+                       std::conditional_t<sizeof(compute_t<T>) == 2, uint16_t,
+                                          std::conditional_t<sizeof(compute_t<T>) == 4, uint32_t, uint64_t>>>;
+
+// The CPU's order-preserving key: NaN above +inf (all NaNs equal), -0.0 equal to 0.0, signed
+// integers with the sign bit flipped; inverted (~) for a descending sort.
+template <class T> __device__ __forceinline__ sort_key_t<T> sort_key(T v, bool ascending) {
+  using K = sort_key_t<T>;
+  using C = compute_t<T>;
+  constexpr K kSign = K(K(1) << (sizeof(K) * 8 - 1));
+  K k;
+  if constexpr (std::is_floating_point_v<C>) {
+    C x = to_compute(v);
+    if (x != x) {
+      k = K(~K(0));
+    } else {
+      if (x == C(0)) x = C(0);
+      K bits;
+      if constexpr (sizeof(C) == 4) bits = K(__float_as_uint(x));
+      else bits = K(__double_as_longlong(x));
+      k = (bits & kSign) ? K(~bits) : K(bits | kSign);
+    }
+  } else if constexpr (std::is_signed_v<C>) {
+    k = K(K(v) ^ kSign);
+  } else {
+    k = K(v);
+  }
+  return ascending ? k : K(~k);
+}
+
+template <class K> __device__ __forceinline__ bool pair_less(K ka, uint32_t ia, K kb, uint32_t ib) {
+  return ka < kb || (ka == kb && ia < ib);
+}
+
+constexpr int kSortTile = 2048;           // elements sorted in shared memory by one block
+constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and index, sorts last
+
+// Sorts tiles of P (a power of two <= kSortTile) elements: tile t of a row covers positions
+// [t * P, min(n, (t + 1) * P)); kSortTile / P tiles per block. Writes the sorted indices (and
+// keys, when keys_out is set) to row * n + position.
+template <class T>
+__global__ void sort_tiles_kernel(const T* __restrict__ in, StridedDesc<1> rows, int64_t n_rows, int64_t n, int64_t s,
+                                  int P, bool ascending, sort_key_t<T>* __restrict__ keys_out,
+                                  uint32_t* __restrict__ idx_out) {
+  using K = sort_key_t<T>;
+  __shared__ K sk[kSortTile];
+  __shared__ uint32_t si[kSortTile];
+  const int64_t tiles_per_row = ceil_div(n, P), n_tiles = n_rows * tiles_per_row;
+  const int64_t per_block = kSortTile / P;
+  for (int64_t t0 = int64_t(blockIdx.x) * per_block; t0 < n_tiles; t0 += int64_t(gridDim.x) * per_block) {
+    for (int e = int(threadIdx.x); e < kSortTile; e += blockDim.x) {
+      const int64_t tile = t0 + e / P;
+      K key = K(~K(0));
+      uint32_t id = kPadIndex;
+      if (tile < n_tiles) {
+        const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + e % P;
+        if (pos < n) {
+          key = sort_key(in[rows.offset(0, row) + pos * s], ascending);
+          id = uint32_t(pos);
+        }
+      }
+      sk[e] = key;
+      si[e] = id;
+    }
+    __syncthreads();
+    for (int k = 2; k <= P; k <<= 1) {
+      for (int j = k >> 1; j > 0; j >>= 1) {
+        for (int q = int(threadIdx.x); q < kSortTile / 2; q += blockDim.x) {
+          const int i = 2 * j * (q / j) + (q % j), m = i + j;
+          const bool up = ((i & (P - 1)) & k) == 0;  // every tile ends ascending
+          const K ki = sk[i], km = sk[m];
+          const uint32_t ii = si[i], im = si[m];
+          if (pair_less(km, im, ki, ii) == up) {
+            sk[i] = km;
+            sk[m] = ki;
+            si[i] = im;
+            si[m] = ii;
+          }
+        }
+        __syncthreads();
+      }
+    }
+    for (int e = int(threadIdx.x); e < kSortTile; e += blockDim.x) {
+      const int64_t tile = t0 + e / P;
+      if (tile < n_tiles) {
+        const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + e % P;
+        if (pos < n) {
+          if (keys_out) keys_out[row * n + pos] = sk[e];
+          idx_out[row * n + pos] = si[e];
+        }
+      }
+    }
+    __syncthreads();  // sk/si are rewritten by the next round
+  }
+}
+
+// Merges neighbouring sorted runs of w elements of every row into runs of 2w. Pairs are
+// distinct, so each element's place is its rank in its own run plus the count of smaller
+// pairs in the other run.
+template <class K>
+__global__ void merge_pass_kernel(const K* __restrict__ kin, const uint32_t* __restrict__ iin, K* __restrict__ kout,
+                                  uint32_t* __restrict__ iout, int64_t total, int64_t n, int64_t w) {
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
+    const int64_t row = e / n, p = e - row * n;
+    const K* rk = kin + row * n;
+    const uint32_t* ri = iin + row * n;
+    const int64_t start = (p / (2 * w)) * (2 * w);
+    const int64_t mid = start + w < n ? start + w : n, end = start + 2 * w < n ? start + 2 * w : n;
+    const K key = rk[p];
+    const uint32_t id = ri[p];
+    const bool in_a = p < mid;
+    int64_t lo = in_a ? mid : start, hi = in_a ? end : mid;
+    const int64_t first = lo;
+    while (lo < hi) {
+      const int64_t m = lo + (hi - lo) / 2;
+      if (pair_less(rk[m], ri[m], key, id)) lo = m + 1;
+      else hi = m;
+    }
+    const int64_t dst = start + (in_a ? p - start : p - mid) + (lo - first);
+    if (kout) kout[row * n + dst] = key;
+    iout[row * n + dst] = id;
+  }
+}
+
+}  // namespace
+
+StoragePtr GpuStorage::cumsum(const Layout& l, size_t dim) const {
+  DeviceGuard g(ordinal());
+  const size_t n_el = l.numel();
+  auto out = new_storage(ordinal(), n_el, dtype_);
+  if (n_el == 0) return out;
+  if (dim >= l.rank())
+    throw Error(ErrorKind::Internal, "cumsum: dim " + std::to_string(dim) + " out of range for " + l.str());
+  const int64_t n = int64_t(l.shape[dim]), n_lines = int64_t(n_el) / n;
+  int64_t n_inner = 1;
+  for (size_t d = dim + 1; d < l.rank(); ++d) n_inner *= int64_t(l.shape[d]);
+  const int64_t sd = l.strides[dim];
+  // The lines: every dim but the scanned one, row-major (outer then inner).
+  Shape ls = l.shape;
+  std::vector<int64_t> lst = l.strides;
+  ls.erase(ls.begin() + int64_t(dim));
+  lst.erase(lst.begin() + int64_t(dim));
+  Layout line_l(ls, lst, l.offset);
+  StridedDesc<1> ld;
+  if (!make_desc<1>(ls, {&line_l}, &ld)) {
+    // Too many unmergeable dims for a by-value layout: scan a contiguous copy.
+    auto tmp = try_clone(l);
+    return as_gpu(*tmp).cumsum(Layout::contiguous(l.shape), dim);
+  }
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const bool by_block = n >= kBlock && (n_inner == 1 || n_lines < 4096);
+    if (by_block)
+      cumsum_block_kernel<T><<<grid_for(n_lines, 1), kBlock, 0, stream()>>>(ptr<T>(), out->ptr<T>(), n_lines, n,
+                                                                             n_inner, sd, ld);
+    else
+      cumsum_lines_kernel<T><<<grid_for(n_lines), kBlock, 0, stream()>>>(ptr<T>(), out->ptr<T>(), n_lines, n,
+                                                                         n_inner, sd, ld);
+    check_launch("cumsum");
+  });
+  return out;
+}
+
+StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
+  DeviceGuard g(ordinal());
+  const size_t n_el = l.numel();
+  auto out = new_storage(ordinal(), n_el, DType::U32);
+  if (n_el == 0) return out;
+  const size_t nz = l.rank() ? l.shape.back() : 1;
+  if (nz > size_t(UINT32_MAX) - 1)
+    throw Error(ErrorKind::Unsupported, "arg_sort: a last dim of " + std::to_string(nz) +
+                                            " elements does not fit the u32 indices; split the rows");
+  const int64_t n = int64_t(nz), n_rows = int64_t(n_el) / n;
+  const int64_t s = l.rank() ? l.strides.back() : 1;
+  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
+  const Layout lead(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
+                    l.offset);
+  StridedDesc<1> rd;
+  if (!make_desc<1>(lead_shape, {&lead}, &rd)) {
+    auto tmp = try_clone(l);
+    return as_gpu(*tmp).arg_sort(Layout::contiguous(l.shape), ascending);
+  }
+  uint32_t* o_ptr = out->ptr<uint32_t>();
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    using K = sort_key_t<T>;
+    gpuStream_t st = stream();
+    int P = 1;
+    while (P < kSortTile && P < n) P *= 2;
+    const int64_t n_tiles = n_rows * ceil_div(n, P);
+    const unsigned grid = grid_for(ceil_div(n_tiles, kSortTile / P), 1);
+    if (n <= kSortTile) {
+      sort_tiles_kernel<T><<<grid, kBlock, 0, st>>>(ptr<T>(), rd, n_rows, n, s, P, ascending, nullptr, o_ptr);
+      check_launch("arg_sort");
+      return;
+    }
+    const int64_t total = int64_t(n_el);
+    Scratch keys(ordinal(), size_t(total) * 2 * sizeof(K)), idx(ordinal(), size_t(total) * sizeof(uint32_t));
+    K* k_buf[2] = {static_cast<K*>(keys.b.ptr), static_cast<K*>(keys.b.ptr) + total};
+    // Ping-pong between a scratch index buffer and the output so that the last pass lands in out.
+    int passes = 0;
+    for (int64_t w = kSortTile; w < n; w *= 2) ++passes;
+    uint32_t* i_buf[2] = {static_cast<uint32_t*>(idx.b.ptr), o_ptr};
+    int cur = passes % 2 == 0 ? 1 : 0;
+    sort_tiles_kernel<T><<<grid, kBlock, 0, st>>>(ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur], i_buf[cur]);
+    check_launch("arg_sort");
+    int pass = 0;
+    for (int64_t w = kSortTile; w < n; w *= 2, ++pass) {
+      K* kout = pass + 1 == passes ? nullptr : k_buf[cur ^ 1];
+      merge_pass_kernel<K><<<grid_for(total), kBlock, 0, st>>>(k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1], total,
+                                                               n, w);
+      check_launch("arg_sort_merge");
+      cur ^= 1;
+    }
+  });
+  return out;
+}
+
+}  // namespace wick::gpu
