@@ -1,12 +1,248 @@
-// Placeholder until this family lands on the GPU: every entry reports that it is missing.
+// Batched matmul on the GPU: cuBLAS/rocBLAS strided-batched gemm (through blas.cu) for
+// f16/bf16/f32/f64, f8e4m3 widened to f32 around an f32 gemm, and a tiled kernel in
+// wrapping unsigned arithmetic for the integers (bit-identical to the CPU).
+#include <algorithm>
+#include <climits>
+#include <type_traits>
+#include <vector>
+
+#include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "core/dispatch.hpp"
+#include "ops/numeric.hpp"
 
 namespace wick::gpu {
 
-[[noreturn]] static void missing(const char* op) {
-  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on the gpu backend yet");
+// blas.cu: column-major C = op(A) op(B), strided-batched.
+void blas_gemm(DeviceContext& ctx, DType dtype, bool ta, bool tb, int m, int n, int k, const void* a, int lda,
+               int64_t sa, const void* b, int ldb, int64_t sb, void* c, int ldc, int64_t sc, int batch);
+
+namespace {
+
+// One operand's inner (rows x cols) block, exactly as the CPU backend reads it: row-major
+// with leading dim ld, or (trans) the row-major storage of its transpose.
+struct Block {
+  bool trans = false;
+  int64_t ld = 1;
+  int64_t rs = 0, cs = 0;  // element strides of the logical block
+};
+
+Block inner_block(const Layout& l, size_t rows, size_t cols, const char* which) {
+  const size_t r = l.rank();
+  Block b;
+  b.rs = l.strides[r - 2];
+  b.cs = l.strides[r - 1];
+  const size_t one = 1;
+  if ((cols <= 1 || b.cs == 1) && (rows <= 1 || b.rs >= int64_t(std::max(cols, one)))) {
+    b.ld = rows <= 1 ? int64_t(std::max(cols, one)) : b.rs;
+  } else if ((rows <= 1 || b.rs == 1) && (cols <= 1 || b.cs >= int64_t(std::max(rows, one)))) {
+    b.trans = true;
+    b.ld = cols <= 1 ? int64_t(std::max(rows, one)) : b.cs;
+  } else {
+    throw Error(ErrorKind::Internal, std::string("matmul: the ") + which + " layout " + l.str() +
+                                         " is neither row- nor column-major in its last two dims");
+  }
+  return b;
 }
 
-StoragePtr GpuStorage::matmul(const Storage& /*rhs*/, const MatmulDims& /*d*/, const Layout& /*lhs_l*/, const Layout& /*rhs_l*/) const { missing("matmul"); }
+void check_blas_int(int64_t v, const char* what) {
+  if (v > int64_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, std::string("matmul: ") + what + " = " + std::to_string(v) +
+                                            " exceeds the 32-bit BLAS index range; split the matrix");
+}
+
+// The batch dims (all but the last two, already merged by the core) of both operands and of
+// the contiguous output. One dim, `inner`, is handed to the batched call or kernel with its
+// stride; the host loops over the others (the core merges batches, so there is rarely more
+// than one dim).
+struct BatchPlan {
+  std::vector<int64_t> dims, sa, sb, so;
+  size_t inner = 0;
+};
+
+BatchPlan plan_batches(const Layout& la, const Layout& lb, const MatmulDims& d) {
+  BatchPlan p;
+  const size_t nb = la.rank() - 2;
+  if (lb.rank() != la.rank())
+    throw Error(ErrorKind::Internal, "matmul: operand ranks differ: " + la.str() + " and " + lb.str());
+  int64_t total = 1;
+  for (size_t i = 0; i < nb; ++i) {
+    if (la.shape[i] != lb.shape[i])
+      throw Error(ErrorKind::Internal, "matmul: batch dims differ: " + la.str() + " and " + lb.str());
+    p.dims.push_back(int64_t(la.shape[i]));
+    p.sa.push_back(la.strides[i]);
+    p.sb.push_back(lb.strides[i]);
+    total *= int64_t(la.shape[i]);
+  }
+  if (nb == 0) {  // as the CPU: b products of the same matrices
+    p.dims = {int64_t(d.b)};
+    p.sa = {0};
+    p.sb = {0};
+  } else if (total != int64_t(d.b)) {
+    throw Error(ErrorKind::Internal, "matmul: batch count " + std::to_string(d.b) + " does not match " + la.str());
+  }
+  p.so.assign(p.dims.size(), 0);
+  int64_t s = int64_t(d.m * d.n);
+  for (size_t i = p.dims.size(); i-- > 0;) {
+    p.so[i] = s;
+    s *= p.dims[i];
+  }
+  p.inner = size_t(std::max_element(p.dims.begin(), p.dims.end()) - p.dims.begin());
+  return p;
+}
+
+// Calls f(off_a, off_b, off_out, count, stride_a, stride_b, stride_out) for every index of
+// the batch dims other than p.inner; offsets in elements, starting from the layouts' offsets.
+template <class F> void for_each_batch_run(const BatchPlan& p, int64_t oa0, int64_t ob0, F f) {
+  const size_t nd = p.dims.size();
+  std::vector<int64_t> idx(nd, 0);
+  while (true) {
+    int64_t oa = oa0, ob = ob0, oo = 0;
+    for (size_t i = 0; i < nd; ++i)
+      if (i != p.inner) oa += idx[i] * p.sa[i], ob += idx[i] * p.sb[i], oo += idx[i] * p.so[i];
+    f(oa, ob, oo, p.dims[p.inner], p.sa[p.inner], p.sb[p.inner], p.so[p.inner]);
+    size_t i = nd;
+    while (i-- > 0) {
+      if (i == p.inner) continue;
+      if (++idx[i] < p.dims[i]) break;
+      idx[i] = 0;
+    }
+    if (i == size_t(-1)) return;
+  }
+}
+
+// Row-major out (m x n) = A (m x k) * B (k x n) per batch is, in BLAS's column-major terms,
+// out^T (n x m) = B^T A^T: B goes first with its own transposition flag, then A.
+void gemm_batches(DeviceContext& ctx, DType dt, const MatmulDims& d, const char* a, const Layout& la, const Block& ab,
+                  const char* b, const Layout& lb, const Block& bb, char* out) {
+  check_blas_int(int64_t(d.m), "m");
+  check_blas_int(int64_t(d.n), "n");
+  check_blas_int(int64_t(d.k), "k");
+  check_blas_int(ab.ld, "lhs leading dim");
+  check_blas_int(bb.ld, "rhs leading dim");
+  const size_t es = dtype_size(dt);
+  const BatchPlan p = plan_batches(la, lb, d);
+  for_each_batch_run(p, int64_t(la.offset), int64_t(lb.offset),
+                     [&](int64_t oa, int64_t ob, int64_t oo, int64_t count, int64_t sa, int64_t sb, int64_t so) {
+                       for (int64_t i0 = 0; i0 < count; i0 += INT_MAX) {
+                         const int64_t c = std::min<int64_t>(INT_MAX, count - i0);
+                         blas_gemm(ctx, dt, bb.trans, ab.trans, int(d.n), int(d.m), int(d.k),
+                                   b + (ob + i0 * sb) * int64_t(es), int(bb.ld), sb,
+                                   a + (oa + i0 * sa) * int64_t(es), int(ab.ld), sa,
+                                   out + (oo + i0 * so) * int64_t(es), int(d.n), so, int(c));
+                       }
+                     });
+}
+
+template <class To, class From> struct MatmulCastF {
+  __device__ To operator()(From x) const { return cast<To>(x); }
+};
+
+// f8e4m3 operand widened to f32. Zero-stride (broadcast) batch dims are widened once, so the
+// f32 copy is no bigger than the distinct data; the returned layout has the same shape.
+template <class T>
+std::shared_ptr<GpuStorage> widen_to_f32(const GpuStorage& src, const Layout& l, Layout* f32_l) {
+  Shape compact = l.shape;
+  const size_t nb = l.rank() - 2;
+  for (size_t i = 0; i < nb; ++i)
+    if (l.strides[i] == 0) compact[i] = 1;
+  auto buf = new_storage(src.ordinal(), shape_numel(compact), DType::F32);
+  const Layout read(compact, l.strides, l.offset);
+  launch_map(src.stream(), buf->ptr<float>(), compact, MatmulCastF<float, T>{}, {&read}, src.ptr<T>());
+  std::vector<int64_t> strides = contiguous_strides(compact);
+  for (size_t i = 0; i < nb; ++i)
+    if (l.strides[i] == 0) strides[i] = 0;
+  *f32_l = Layout(l.shape, strides, 0);
+  return buf;
+}
+
+// Integers: 16 x 16 output tiles, operand tiles staged in shared memory. Arithmetic wraps in
+// Acc (u32 for types up to 32 bits, u64 for i64), which gives exactly T's wrapping result.
+constexpr int kTile = 16;
+
+template <class T, class Acc>
+__global__ void int_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64_t a_cs, int64_t a_bs,
+                                  const T* __restrict__ b, int64_t b_rs, int64_t b_cs, int64_t b_bs,
+                                  T* __restrict__ out, int64_t o_bs, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  __shared__ Acc as[kTile][kTile + 1];
+  __shared__ Acc bs[kTile][kTile + 1];
+  const int tx = int(threadIdx.x) % kTile, ty = int(threadIdx.x) / kTile;
+  const int64_t tiles_m = (m + kTile - 1) / kTile;
+  const int64_t col = int64_t(blockIdx.x) * kTile + tx;
+  // The y/z loops are uniform across the block, so the barriers inside are safe.
+  for (int64_t bi = blockIdx.z; bi < batch; bi += gridDim.z) {
+    const T* ab = a + bi * a_bs;
+    const T* bb = b + bi * b_bs;
+    for (int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y) {
+      const int64_t row = tm * kTile + ty;
+      Acc acc = 0;
+      for (int64_t p0 = 0; p0 < k; p0 += kTile) {
+        as[ty][tx] = (row < m && p0 + tx < k) ? Acc(ab[row * a_rs + (p0 + tx) * a_cs]) : Acc(0);
+        bs[ty][tx] = (p0 + ty < k && col < n) ? Acc(bb[(p0 + ty) * b_rs + col * b_cs]) : Acc(0);
+        __syncthreads();
+#pragma unroll
+        for (int q = 0; q < kTile; ++q) acc = Acc(acc + Acc(as[ty][q] * bs[q][tx]));
+        __syncthreads();
+      }
+      if (row < m && col < n) out[bi * o_bs + row * n + col] = T(acc);
+    }
+  }
+}
+
+template <class T>
+void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la, const Block& ab, const T* b,
+                const Layout& lb, const Block& bb, T* out) {
+  using Acc = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+  const BatchPlan p = plan_batches(la, lb, d);
+  const int64_t m = int64_t(d.m), n = int64_t(d.n), k = int64_t(d.k);
+  const int64_t tiles_n = (n + kTile - 1) / kTile, tiles_m = (m + kTile - 1) / kTile;
+  if (tiles_n > int64_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
+  for_each_batch_run(p, int64_t(la.offset), int64_t(lb.offset),
+                     [&](int64_t oa, int64_t ob, int64_t oo, int64_t count, int64_t sa, int64_t sb, int64_t so) {
+                       const dim3 grid(unsigned(tiles_n), unsigned(std::min<int64_t>(tiles_m, 65535)),
+                                       unsigned(std::min<int64_t>(count, 65535)));
+                       int_matmul_kernel<T, Acc><<<grid, kTile * kTile, 0, s>>>(
+                           a + oa, ab.rs, ab.cs, sa, b + ob, bb.rs, bb.cs, sb, out + oo, so, m, n, k, count);
+                       check_launch("matmul(int)");
+                     });
+}
+
+}  // namespace
+
+StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const Layout& lhs_l,
+                              const Layout& rhs_l) const {
+  const GpuStorage& rhs = as_gpu(rhs_s);
+  DeviceGuard g(ordinal());
+  auto out = new_storage(ordinal(), d.b * d.m * d.n, dtype_);
+  if (d.b * d.m * d.n == 0) return out;
+  if (d.k == 0) {
+    check(gpuMemsetAsync(out->data(), 0, d.b * d.m * d.n * dtype_size(dtype_), stream()), "MemsetAsync");
+    return out;
+  }
+  const Block ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, f8e4m3>) {
+      // Widen, multiply in f32, round once (as the CPU).
+      Layout fa, fb;
+      auto wa = widen_to_f32<T>(*this, lhs_l, &fa);
+      auto wb = widen_to_f32<T>(rhs, rhs_l, &fb);
+      auto c = new_storage(ordinal(), d.b * d.m * d.n, DType::F32);
+      gemm_batches(ctx(), DType::F32, d, static_cast<const char*>(wa->data()), fa, inner_block(fa, d.m, d.k, "lhs"),
+                   static_cast<const char*>(wb->data()), fb, inner_block(fb, d.k, d.n, "rhs"),
+                   static_cast<char*>(c->data()));
+      const Shape flat{d.b * d.m * d.n};
+      const Layout cl = Layout::contiguous(flat);
+      launch_map(stream(), out->ptr<T>(), flat, MatmulCastF<T, float>{}, {&cl}, c->ptr<float>());
+    } else if constexpr (is_float_v<T>) {
+      gemm_batches(ctx(), dtype_, d, static_cast<const char*>(data()), lhs_l, ab, static_cast<const char*>(rhs.data()),
+                   rhs_l, bb, static_cast<char*>(out->data()));
+    } else {
+      int_matmul<T>(stream(), d, ptr<T>(), lhs_l, ab, rhs.ptr<T>(), rhs_l, bb, out->ptr<T>());
+    }
+  });
+  return out;
+}
 
 }  // namespace wick::gpu

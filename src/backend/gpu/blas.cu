@@ -1,0 +1,117 @@
+// The BLAS adapter: column-major strided-batched gemm through cuBLAS or rocBLAS. With
+// runtime.hpp, the only file that spells a vendor's names; kernels/matmul.cu maps wick's
+// row-major layouts onto blas_gemm().
+#include <string>
+
+#include "backend/gpu/gpu_storage.hpp"
+
+#if defined(WICK_GPU_HIP)
+#include <rocblas/rocblas.h>
+#else
+#include <cublas_v2.h>
+#endif
+
+namespace wick::gpu {
+
+// Created once per device and kept for the life of the process: destroying it at exit
+// would race the runtime's own teardown.
+struct BlasHandle {
+#if defined(WICK_GPU_HIP)
+  rocblas_handle h = nullptr;
+#else
+  cublasHandle_t h = nullptr;
+#endif
+};
+
+namespace {
+
+#if defined(WICK_GPU_HIP)
+void check_blas(rocblas_status s, const char* what) {
+  if (s != rocblas_status_success)
+    throw Error(ErrorKind::Device, std::string("rocblas call ") + what + " failed: status " + std::to_string(int(s)) +
+                                       " (" + rocblas_status_to_string(s) + ")");
+}
+#else
+void check_blas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw Error(ErrorKind::Device, std::string("cublas call ") + what + " failed: status " + std::to_string(int(s)) +
+                                       " (" + cublasGetStatusString(s) + ")");
+}
+#endif
+
+// Caller holds ctx.blas_mutex and has made ctx.ordinal the current device.
+BlasHandle& handle_locked(DeviceContext& ctx) {
+  if (ctx.blas) return *ctx.blas;
+  auto* b = new BlasHandle;
+#if defined(WICK_GPU_HIP)
+  rocblas_status s = rocblas_create_handle(&b->h);
+  if (s != rocblas_status_success) {
+    delete b;
+    check_blas(s, "rocblas_create_handle");
+  }
+  check_blas(rocblas_set_stream(b->h, ctx.stream), "rocblas_set_stream");
+#else
+  cublasStatus_t s = cublasCreate(&b->h);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    delete b;
+    check_blas(s, "cublasCreate");
+  }
+  check_blas(cublasSetStream(b->h, ctx.stream), "cublasSetStream");
+  // No TF32 (CUBLAS_COMPUTE_32F already excludes it) and no reduced-precision split-K
+  // reductions for f16/bf16: results stay close to the CPU's f32 accumulation.
+  check_blas(cublasSetMathMode(b->h, cublasMath_t(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+             "cublasSetMathMode");
+#endif
+  ctx.blas = b;
+  return *b;
+}
+
+}  // namespace
+
+// Column-major C (m x n, ldc) = op(A) (m x k) * op(B) (k x n) for `batch` matrices, the
+// i-th at A + i*sa, B + i*sb, C + i*sc (elements; 0 broadcasts). dtype: F16, BF16, F32 or
+// F64; f32 accumulation for the 16-bit types (rounded once), f64 for f64. Runs on ctx.stream.
+void blas_gemm(DeviceContext& ctx, DType dtype, bool ta, bool tb, int m, int n, int k, const void* a, int lda,
+               int64_t sa, const void* b, int ldb, int64_t sb, void* c, int ldc, int64_t sc, int batch) {
+  std::lock_guard<std::mutex> lock(ctx.blas_mutex);
+  BlasHandle& h = handle_locked(ctx);
+  const float one_f = 1.0f, zero_f = 0.0f;
+  const double one_d = 1.0, zero_d = 0.0;
+  const bool f64 = dtype == DType::F64;
+  const void* alpha = f64 ? static_cast<const void*>(&one_d) : static_cast<const void*>(&one_f);
+  const void* beta = f64 ? static_cast<const void*>(&zero_d) : static_cast<const void*>(&zero_f);
+#if defined(WICK_GPU_HIP)
+  rocblas_datatype t;
+  switch (dtype) {
+    case DType::F16: t = rocblas_datatype_f16_r; break;
+    case DType::BF16: t = rocblas_datatype_bf16_r; break;
+    case DType::F32: t = rocblas_datatype_f32_r; break;
+    case DType::F64: t = rocblas_datatype_f64_r; break;
+    default: throw Error(ErrorKind::Internal, std::string("blas_gemm: unsupported dtype ") + dtype_name(dtype));
+  }
+  const rocblas_datatype compute = f64 ? rocblas_datatype_f64_r : rocblas_datatype_f32_r;
+  const rocblas_operation opa = ta ? rocblas_operation_transpose : rocblas_operation_none;
+  const rocblas_operation opb = tb ? rocblas_operation_transpose : rocblas_operation_none;
+  // beta = 0: C is not read, so D aliases it.
+  check_blas(rocblas_gemm_strided_batched_ex(h.h, opa, opb, m, n, k, alpha, a, t, lda, sa, b, t, ldb, sb, beta, c, t,
+                                             ldc, sc, c, t, ldc, sc, batch, compute, rocblas_gemm_algo_standard, 0,
+                                             rocblas_gemm_flags_none),
+             "rocblas_gemm_strided_batched_ex");
+#else
+  cudaDataType_t t;
+  switch (dtype) {
+    case DType::F16: t = CUDA_R_16F; break;
+    case DType::BF16: t = CUDA_R_16BF; break;
+    case DType::F32: t = CUDA_R_32F; break;
+    case DType::F64: t = CUDA_R_64F; break;
+    default: throw Error(ErrorKind::Internal, std::string("blas_gemm: unsupported dtype ") + dtype_name(dtype));
+  }
+  const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  check_blas(cublasGemmStridedBatchedEx(h.h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k,
+                                        alpha, a, t, lda, (long long)sa, b, t, ldb, (long long)sb, beta, c, t, ldc,
+                                        (long long)sc, batch, compute, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmStridedBatchedEx");
+#endif
+}
+
+}  // namespace wick::gpu
