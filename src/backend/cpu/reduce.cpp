@@ -63,9 +63,28 @@ template <bool kMax, class C> inline C lane_step(C r, C x) {
   return take ? x : r;
 }
 
-// Max/min (NaN-propagating) of p[0..len), len >= 8, in eight independent lanes.
+// Max/min (NaN-propagating) of p[0..len), len >= 8, in eight independent lanes. f32/f64
+// use GCC/Clang vector types: the compare-and-select then compiles to packed instructions.
 template <bool kMax, class T> compute_t<T> lane_extreme(const T* p, size_t len) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    constexpr size_t W = 32 / sizeof(T);
+    typedef T V __attribute__((vector_size(32)));
+    if (len >= 2 * W) {
+      V r, x;
+      std::memcpy(&r, p, sizeof(V));
+      size_t j = W;
+      for (; j + W <= len; j += W) {
+        std::memcpy(&x, p + j, sizeof(V));
+        auto take = (kMax ? (x > r) : (x < r)) | (x != x);
+        r = take ? x : r;
+      }
+      C m = r[0];
+      for (size_t k = 1; k < W; ++k) m = lane_step<kMax>(m, C(r[k]));
+      for (; j < len; ++j) m = lane_step<kMax>(m, C(p[j]));
+      return m;
+    }
+  }
   C r[8];
   for (int k = 0; k < 8; ++k) r[k] = to_compute(p[k]);
   size_t j = 8;

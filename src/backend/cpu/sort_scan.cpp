@@ -115,10 +115,19 @@ StoragePtr CpuStorage::cumsum(const Layout& l, size_t dim) const {
           const T* row = in + obase + int64_t(k) * sd;
           T* orow = ob + k * n_inner;
           if (simple_inner) {
-            const T* p = row + int64_t(i0) * is;
-            for (size_t j = 0; j < tl; ++j) {
-              op.add(acc[j], p[int64_t(j) * is]);
-              orow[j] = op.finish(acc[j]);
+            const T* __restrict p = row + int64_t(i0) * is;
+            Acc* __restrict ac = acc;
+            T* __restrict op_row = orow;
+            if (is == 1) {
+              for (size_t j = 0; j < tl; ++j) {
+                op.add(ac[j], p[j]);
+                op_row[j] = op.finish(ac[j]);
+              }
+            } else {
+              for (size_t j = 0; j < tl; ++j) {
+                op.add(ac[j], p[int64_t(j) * is]);
+                op_row[j] = op.finish(ac[j]);
+              }
             }
           } else {
             for_each_run<1>(ip, i0, i0 + tl, [&](size_t i, size_t len, const auto& offs, const auto& inner) {
@@ -132,7 +141,7 @@ StoragePtr CpuStorage::cumsum(const Layout& l, size_t dim) const {
         }
         c += tl;
       }
-    }, std::max<size_t>(1, kParallelGrain / n));
+    }, std::max<size_t>(n_inner == 1 ? 1 : std::min<size_t>(n_inner, 256), kParallelGrain / n));
   });
   return out;
 }
