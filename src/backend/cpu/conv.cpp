@@ -1,7 +1,8 @@
 // Convolutions on the CPU: im2col (or col2im for the transposed convs) plus one GEMM per
 // (batch item, group). 1-D convolutions run as 2-D ones with a height of 1.
-// Floats go through OpenBLAS in f32 (f16/bf16/f8e4m3/f32) or f64 and round once at the end;
-// integers use a wrapping 64-bit accumulator and wrap to the type at the end.
+// Floats go through OpenBLAS in f32 (f16/bf16/f8e4m3/f32) or f64 and round once at the end.
+// Integers use wrapping unsigned arithmetic, then wrap to the type: 64-bit for i64, 32-bit for
+// the narrower types (exact, since the result is only kept modulo 2^32 or less).
 #include <cblas.h>
 
 #include <algorithm>
@@ -18,7 +19,8 @@
 namespace wick::cpu {
 namespace {
 
-template <class T> using conv_t = std::conditional_t<is_float_v<T>, compute_t<T>, uint64_t>;
+template <class T>
+using conv_t = std::conditional_t<is_float_v<T>, compute_t<T>, std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>>;
 
 // A contiguous copy of a view in the compute type; borrows the storage when nothing changes.
 template <class C> struct Operand {
@@ -35,7 +37,7 @@ template <class C, class T> Operand<C> load(const T* src, const Layout& l) {
   }
   o.owned.reset(new C[std::max<size_t>(l.numel(), 1)]);
   map_strided(o.owned.get(), l.shape, [](T x) -> C {
-    if constexpr (std::is_integral_v<C>) return C(x);  // sign- or zero-extends, as wrapping wants
+    if constexpr (std::is_integral_v<C>) return C(x);  // modular: sign- or zero-extends
     else return C(to_compute(x));
   }, {&l}, src);
   o.p = o.owned.get();
@@ -60,19 +62,28 @@ void gemm(bool ta, size_t m, size_t n, size_t k, const double* a, size_t lda, co
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0, a, int(lda),
               b, int(ldb), 0.0, c, int(ldc));
 }
-void gemm(bool ta, size_t m, size_t n, size_t k, const uint64_t* a, size_t lda, const uint64_t* b, size_t ldb,
-          uint64_t* c, size_t ldc) {
-  parallel_for(m, [&](size_t r0, size_t r1) {
-    for (size_t i = r0; i < r1; ++i) {
-      uint64_t* ci = c + i * ldc;
-      std::fill(ci, ci + n, uint64_t(0));
+// Integer GEMM, wrapping. Tiles of kIb rows x kJb columns keep the accumulators in L1 and
+// read each row of b once per tile of rows.
+template <class U>
+void gemm(bool ta, size_t m, size_t n, size_t k, const U* a, size_t lda, const U* b, size_t ldb, U* c, size_t ldc) {
+  constexpr size_t kIb = 8, kJb = 512;
+  const size_t nj = (n + kJb - 1) / kJb, ni = (m + kIb - 1) / kIb;
+  parallel_for(ni * nj, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const size_t i0 = (t / nj) * kIb, i1 = std::min(m, i0 + kIb);
+      const size_t j0 = (t % nj) * kJb, j1 = std::min(n, j0 + kJb);
+      for (size_t i = i0; i < i1; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, U(0));
       for (size_t q = 0; q < k; ++q) {
-        const uint64_t av = ta ? a[q * lda + i] : a[i * lda + q];
-        const uint64_t* bq = b + q * ldb;
-        for (size_t j = 0; j < n; ++j) ci[j] += av * bq[j];
+        const U* bq = b + q * ldb;
+        for (size_t i = i0; i < i1; ++i) {
+          const U av = ta ? a[q * lda + i] : a[i * lda + q];
+          if (av == 0) continue;
+          U* ci = c + i * ldc;
+          for (size_t j = j0; j < j1; ++j) ci[j] += av * bq[j];
+        }
       }
     }
-  }, std::max<size_t>(1, kParallelGrain / std::max<size_t>(n * k, 1)));
+  }, std::max<size_t>(1, kParallelGrain / (kIb * kJb * std::max<size_t>(k, 1))));
 }
 
 // col[(c, i, j), (oy, ox)] = x[c, oy*sh - ph + i*dh, ox*sw - pw + j*dw], zero outside the image.
