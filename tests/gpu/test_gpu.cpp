@@ -1,0 +1,136 @@
+// GPU-only checks that the parity harness (wick check) cannot express: devices, memory,
+// errors raised on the device, 64-bit indexing, and random numbers equal to the CPU's.
+// Built only with -DWICK_GPU=cuda|rocm; run on a machine with a GPU.
+#include <cmath>
+
+#include "test_util.hpp"
+
+using namespace wick;
+using wick::test::all_close;
+using wick::test::values;
+
+namespace {
+
+Device gpu() { return Device::gpu(0); }
+
+TEST(GpuDevice, InfoAndBest) {
+  Device d = gpu();
+  EXPECT_TRUE(d.is_gpu());
+  EXPECT_EQ(Device::best(), d);
+  DeviceInfo info = device_info(d);
+  EXPECT_FALSE(info.name.empty());
+  EXPECT_FALSE(info.arch.empty());
+  EXPECT_GT(info.total_memory, size_t(1) << 30);
+  EXPECT_TRUE(info.warp_size == 32 || info.warp_size == 64);
+  EXPECT_THROW(Device::gpu(999), Error);
+}
+
+TEST(GpuMemory, StatsFollowTensorsAndCacheIsReused) {
+  Device d = gpu();
+  MemoryStats before = memory_stats(d);
+  {
+    Tensor t = Tensor::zeros({1 << 20}, DType::F32, d);  // 4 MiB
+    MemoryStats during = memory_stats(d);
+    EXPECT_GE(during.in_use, before.in_use + (size_t(4) << 20));
+  }
+  MemoryStats after = memory_stats(d);
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_GE(after.cached, size_t(4) << 20);
+  empty_cache(d);
+  EXPECT_EQ(memory_stats(d).cached, 0u);
+}
+
+TEST(GpuMemory, OutOfMemoryIsAnError) {
+  Device d = gpu();
+  try {
+    Tensor t = Tensor::zeros({size_t(1) << 50}, DType::U8, d);  // 1 PiB
+    FAIL() << "allocating 1 PiB succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::OutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos);
+  }
+  // the device is still usable
+  EXPECT_EQ(Tensor::ones({3}, DType::I32, d).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 1}));
+}
+
+TEST(GpuCopy, RoundTripEveryDType) {
+  for (DType dt : kAllDTypes) {
+    Tensor h = Tensor::arange(0, 50, 1, DType::F32).to_dtype(dt).reshape({5, 10});
+    Tensor g = h.to_device(gpu());
+    EXPECT_EQ(g.device(), gpu());
+    EXPECT_TRUE(all_close(g.to_device(Device::cpu()), values(h), 0, 0)) << dtype_name(dt);
+    EXPECT_TRUE(all_close(g.t().contiguous(), values(h.t().contiguous()), 0, 0)) << dtype_name(dt);
+  }
+}
+
+TEST(GpuErrors, MixedDevicesAndBadIndices) {
+  Tensor a = Tensor::ones({4}, DType::F32, gpu());
+  Tensor b = Tensor::ones({4}, DType::F32);
+  EXPECT_THROW(a.add(b), Error);
+  Tensor ids = Tensor::from_vector(std::vector<int64_t>{0, 7}, {2}).to_device(gpu());
+  try {
+    a.index_select(ids, 0);
+    FAIL() << "out-of-range id accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index);
+  }
+  // a failed in-place scatter leaves the destination unchanged
+  Tensor dst = Tensor::zeros({2, 3}, DType::F32, gpu());
+  Tensor bad = Tensor::from_vector(std::vector<int64_t>{0, 1, 5}, {1, 3}).to_device(gpu());
+  Tensor src = Tensor::ones({1, 3}, DType::F32, gpu());
+  EXPECT_THROW(dst.scatter_set(bad, src, 0), Error);
+  EXPECT_EQ(dst.to_vector<float>(), std::vector<float>(6, 0.0f));
+  // the device is still usable after the error
+  EXPECT_EQ(a.sum_all().to_vector<float>()[0], 4.0f);
+}
+
+TEST(GpuRandom, SameNumbersAsTheCpu) {
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    Tensor c = Tensor::rand({1000}, dt, Device::cpu(), 11, -2.0, 5.0);
+    Tensor g = Tensor::rand({1000}, dt, gpu(), 11, -2.0, 5.0);
+    EXPECT_TRUE(all_close(g, values(c), 0, 0)) << dtype_name(dt);  // exact: same f64 arithmetic
+    Tensor cn = Tensor::randn({1000}, dt, Device::cpu(), 12);
+    Tensor gn = Tensor::randn({1000}, dt, gpu(), 12);
+    // log/cos of the device libm may differ from glibc's in the last f64 bit
+    EXPECT_TRUE(all_close(gn, values(cn), dt == DType::F64 ? 1e-14 : wick::test::rtol_for(dt), 1e-14))
+        << dtype_name(dt);
+  }
+}
+
+TEST(GpuLarge, SixtyFourBitIndexing) {
+  // more than 2^31 elements: kernels must index with 64 bits
+  const size_t n = (size_t(1) << 31) + 100;
+  Tensor t = Tensor::zeros({n}, DType::U8, gpu());
+  t.narrow(0, n - 50, 50).storage()->const_set(3, t.narrow(0, n - 50, 50).layout());
+  Tensor tail = t.narrow(0, n - 60, 60).to_vector<uint8_t>().size() == 60 ? t.narrow(0, n - 60, 60) : t;
+  std::vector<uint8_t> v = tail.to_vector<uint8_t>();
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(v[i], 0) << i;
+  for (size_t i = 10; i < 60; ++i) EXPECT_EQ(v[i], 3) << i;
+  Tensor s = t.affine(2, 1);  // element-wise kernel over 2^31 + 100 elements
+  std::vector<uint8_t> w = s.narrow(0, n - 60, 60).to_vector<uint8_t>();
+  EXPECT_EQ(w[0], 1);
+  EXPECT_EQ(w[59], 7);
+  EXPECT_EQ(s.to_dtype(DType::F32).narrow(0, 0, 1).to_vector<float>()[0], 1.0f);
+}
+
+TEST(GpuSort, LongRowsMatchTheCpu) {
+  for (size_t n : {size_t(1), size_t(1000), size_t(5000), size_t(70000)}) {
+    Tensor x = Tensor::randn({3, n}, DType::F32, Device::cpu(), 5).affine(10, 0).round();  // many ties
+    for (bool asc : {true, false}) {
+      Tensor c = x.arg_sort_last_dim(asc);
+      Tensor g = x.to_device(gpu()).arg_sort_last_dim(asc);
+      EXPECT_EQ(g.to_vector<uint32_t>(), c.to_vector<uint32_t>()) << n << (asc ? " asc" : " desc");
+    }
+  }
+}
+
+TEST(GpuReduce, ArgOpsOverAnyDimMatchTheCpu) {
+  Tensor x = Tensor::randn({37, 129, 5}, DType::F32, Device::cpu(), 9).affine(4, 0).round();
+  Tensor g = x.to_device(gpu());
+  for (int64_t d : {0, 1, 2}) {
+    EXPECT_EQ(g.argmax(d).to_vector<uint32_t>(), x.argmax(d).to_vector<uint32_t>()) << d;
+    EXPECT_EQ(g.argmin(d).to_vector<uint32_t>(), x.argmin(d).to_vector<uint32_t>()) << d;
+  }
+}
+
+}  // namespace
