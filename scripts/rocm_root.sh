@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Creates (or reuses) a Debian 13 (trixie) root holding ROCm 5.7's hipcc and rocBLAS, for the
+# HIP build of wick (Debian 12 hosts have no usable ROCm), and bind-mounts this repository at
+# ROOT/src/wick. Needs root (debootstrap, chroot, mount); about 75 s and 3.5 GB the first time.
+# Usage: bash scripts/rocm_root.sh   (WICK_ROCM_ROOT overrides /var/tmp/wick-rocm-root)
+# Progress goes to stderr; the last line of stdout is ROOT. The bind mount is left in place.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd -P)"
+root="${WICK_ROCM_ROOT:-/var/tmp/wick-rocm-root}"
+pkgs=(hipcc libamdhip64-dev librocblas-dev cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libgtest-dev)
+
+say() { echo "rocm_root: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || die "needs root (debootstrap, chroot, mount) and sudo is missing"
+  sudo="sudo"
+fi
+
+root="$(realpath -m "$root")"
+case "$root/" in
+  "$repo"/*) die "WICK_ROCM_ROOT=$root lies inside the repository; the bind mount would recurse. Pick a path outside $repo" ;;
+esac
+$sudo mkdir -p "$root"
+
+# The host's own Debian mirror: the first URIs: line of the deb822 sources, else the first
+# deb line of sources.list.
+mirror_of_host() {
+  local m=""
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    m="$(awk '$1 == "URIs:" { print $2; exit }' /etc/apt/sources.list.d/debian.sources)"
+  fi
+  if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+    m="$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { print $i; exit } }' /etc/apt/sources.list)"
+  fi
+  echo "$m"
+}
+
+if [ -x "$root/usr/bin/hipcc" ]; then
+  say "reusing $root (hipcc present)"
+else
+  t0=$SECONDS
+  # debootstrap removes ROOT/debootstrap when it finishes; a root without apt or with that
+  # directory left over was interrupted and is bootstrapped again.
+  if [ ! -x "$root/usr/bin/apt-get" ] || [ -d "$root/debootstrap" ]; then
+    command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
+    mirror="$(mirror_of_host)"
+    [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
+    say "debootstrap trixie into $root from $mirror"
+    $sudo debootstrap --variant=minbase trixie "$root" "$mirror" >&2
+  fi
+  [ -f /etc/resolv.conf ] && $sudo cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+  # Some maintainer scripts want /proc; mounted for the install only.
+  $sudo mount -t proc proc "$root/proc"
+  trap '$sudo umount "$root/proc" 2>/dev/null || true' EXIT
+  say "installing ${pkgs[*]}"
+  $sudo chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  $sudo chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${pkgs[@]}" >&2
+  $sudo chroot "$root" apt-get clean
+  $sudo umount "$root/proc"
+  trap - EXIT
+  [ -x "$root/usr/bin/hipcc" ] || die "hipcc is still missing in $root after the install"
+  say "root ready in $((SECONDS - t0)) s"
+fi
+
+# The repository at ROOT/src/wick: reuse a bind mount of this same directory, refuse another.
+mnt="$root/src/wick"
+$sudo mkdir -p "$mnt"
+if mountpoint -q "$mnt"; then
+  [ "$(stat -c %d:%i "$mnt")" = "$(stat -c %d:%i "$repo")" ] ||
+    die "$mnt is already a mount of another directory; umount it or set WICK_ROCM_ROOT to another root"
+else
+  $sudo mount --bind "$repo" "$mnt"
+  say "mounted $repo at $mnt"
+fi
+echo "$root"
