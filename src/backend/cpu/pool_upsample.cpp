@@ -9,6 +9,7 @@
 #include "backend/cpu/strided.hpp"
 #include "core/dispatch.hpp"
 #include "ops/numeric.hpp"
+#include "ops/resample.hpp"
 
 namespace wick::cpu {
 namespace {
@@ -40,12 +41,12 @@ StoragePtr nearest(const CpuStorage& s, const Img& im, size_t ho, size_t wo) {
   auto out = new_storage(im.b * im.c * ho * wo, s.dtype());
   // src = floor(dst * in / out), exact in integers.
   std::vector<int64_t> xs(wo);
-  for (size_t ox = 0; ox < wo; ++ox) xs[ox] = int64_t(ox * im.w / wo) * im.sw;
+  for (size_t ox = 0; ox < wo; ++ox) xs[ox] = int64_t(nearest_src(ox, im.w, wo)) * im.sw;
   dispatch_dtype(s.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = s.ptr<T>();
     for_each_out_row(im, ho, wo, out->ptr<T>(), [&](size_t base, size_t oy, T* o) {
-      const T* src = in + int64_t(base) + int64_t(oy * im.h / ho) * im.sh;
+      const T* src = in + int64_t(base) + int64_t(nearest_src(oy, im.h, ho)) * im.sh;
       for (size_t ox = 0; ox < wo; ++ox) o[ox] = src[xs[ox]];
     });
   });
@@ -57,24 +58,11 @@ template <class A> bool is_nan(A v) {
   else return false;
 }
 
-// PyTorch's linear source index (area_pixel_compute_source_index, then the index and
-// weight clamping of its CPU kernel).
-struct Tap {
-  size_t i0, i1;
-  double l0, l1;
-};
-std::vector<Tap> linear_taps(size_t in, size_t out, bool align_corners, std::optional<double> scale) {
-  double ratio;
-  if (align_corners) ratio = out > 1 ? double(in - 1) / double(out - 1) : 0.0;
-  else ratio = scale ? 1.0 / *scale : double(in) / double(out);
-  std::vector<Tap> taps(out);
-  for (size_t d = 0; d < out; ++d) {
-    double src = align_corners ? ratio * double(d) : ratio * (double(d) + 0.5) - 0.5;
-    if (src < 0) src = 0;
-    size_t i0 = std::min(size_t(src), in - 1);
-    double l1 = std::clamp(src - double(i0), 0.0, 1.0);
-    taps[d] = {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0 - l1, l1};
-  }
+// The taps of every destination index (src/ops/resample.hpp, shared with the GPU).
+std::vector<LinearTap> linear_taps(size_t in, size_t out, bool align_corners, std::optional<double> scale) {
+  const double ratio = linear_ratio(in, out, align_corners, scale.has_value(), scale.value_or(1.0));
+  std::vector<LinearTap> taps(out);
+  for (size_t d = 0; d < out; ++d) taps[d] = linear_tap(d, in, ratio, align_corners);
   return taps;
 }
 
@@ -165,16 +153,16 @@ StoragePtr CpuStorage::upsample_bilinear2d(const Layout& l, size_t out_h, size_t
       using A = compute_t<T>;
       const T* in = ptr<T>();
       for_each_out_row(im, out_h, out_w, out->ptr<T>(), [&](size_t base, size_t oy, T* o) {
-        const Tap& y = ty[oy];
+        const LinearTap& y = ty[oy];
         const T* r0 = in + int64_t(base) + int64_t(y.i0) * im.sh;
         const T* r1 = in + int64_t(base) + int64_t(y.i1) * im.sh;
         const A wy0 = A(y.l0), wy1 = A(y.l1);
         for (size_t ox = 0; ox < out_w; ++ox) {
-          const Tap& x = tx[ox];
+          const LinearTap& x = tx[ox];
           const int64_t x0 = int64_t(x.i0) * im.sw, x1 = int64_t(x.i1) * im.sw;
           const A wx0 = A(x.l0), wx1 = A(x.l1);
-          const A v = wy0 * (wx0 * to_compute(r0[x0]) + wx1 * to_compute(r0[x1])) +
-                      wy1 * (wx0 * to_compute(r1[x0]) + wx1 * to_compute(r1[x1]));
+          const A v = bilinear_blend(wy0, wy1, wx0, wx1, A(to_compute(r0[x0])), A(to_compute(r0[x1])),
+                                     A(to_compute(r1[x0])), A(to_compute(r1[x1])));
           o[ox] = cast<T>(v);
         }
       });

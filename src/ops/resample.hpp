@@ -1,0 +1,67 @@
+#pragma once
+// Source coordinates of nearest and bilinear resampling, shared by the CPU and GPU backends so
+// that both pick the same taps and weights. Products are never fused into an FMA (nvcc and
+// hip-clang contract by default): the device then rounds exactly as the host does.
+#include <cstddef>
+#include <cstdint>
+
+#include "wick/config.hpp"
+
+namespace wick {
+
+// a * b rounded on its own, never contracted with a following add.
+WICK_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  return a * b;
+#endif
+}
+WICK_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+  return a * b;
+#endif
+}
+
+// Nearest: source index floor(dst * in / out), exact in integers.
+WICK_HD size_t nearest_src(size_t dst, size_t in, size_t out) { return dst * in / out; }
+
+// PyTorch's linear source index (area_pixel_compute_source_index, then the index and weight
+// clamping of its CPU kernel). `ratio` comes from linear_ratio.
+struct LinearTap {
+  size_t i0, i1;
+  double l0, l1;
+};
+
+WICK_HD double linear_ratio(size_t in, size_t out, bool align_corners, bool has_scale, double scale) {
+  if (align_corners) return out > 1 ? double(in - 1) / double(out - 1) : 0.0;
+  return has_scale ? 1.0 / scale : double(in) / double(out);
+}
+
+WICK_HD LinearTap linear_tap(size_t d, size_t in, double ratio, bool align_corners) {
+  double src = align_corners ? mul_rn(ratio, double(d)) : mul_rn(ratio, double(d) + 0.5) - 0.5;
+  if (src < 0) src = 0;
+  size_t i0 = size_t(src);
+  if (i0 > in - 1) i0 = in - 1;
+  double l1 = src - double(i0);
+  l1 = l1 < 0.0 ? 0.0 : (l1 > 1.0 ? 1.0 : l1);
+  return {i0, i0 + (i0 < in - 1 ? 1 : 0), 1.0 - l1, l1};
+}
+
+// wy0 * (wx0 * v00 + wx1 * v01) + wy1 * (wx0 * v10 + wx1 * v11), every product rounded alone.
+template <class A>
+WICK_HD A bilinear_blend(A wy0, A wy1, A wx0, A wx1, A v00, A v01, A v10, A v11) {
+  const A top = mul_rn(wx0, v00) + mul_rn(wx1, v01);
+  const A bot = mul_rn(wx0, v10) + mul_rn(wx1, v11);
+  return mul_rn(wy0, top) + mul_rn(wy1, bot);
+}
+
+}  // namespace wick
