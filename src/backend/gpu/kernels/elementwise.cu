@@ -1,18 +1,192 @@
-// Placeholder until this family lands on the GPU: every entry reports that it is missing.
+// GPU element-wise ops: the functors of src/ops/{unary,binary}.hpp applied by launch_map
+// (vectorised when contiguous, by-value strided layouts otherwise). Mirrors
+// src/backend/cpu/elementwise.cpp: dtype and op are dispatched once per call on the host,
+// half types compute in f32 and round once, float-only ops throw on integers.
+#include <string>
+
+#include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "core/dispatch.hpp"
+#include "ops/binary.hpp"
+#include "ops/numeric.hpp"
+#include "ops/unary.hpp"
 
 namespace wick::gpu {
+namespace {
 
-[[noreturn]] static void missing(const char* op) {
-  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on the gpu backend yet");
+// out = f(x) in the compute type, rounded once to T.
+template <class T, class F> struct UnaryMap {
+  F f;
+  __device__ T operator()(T x) const { return cast<T>(f(to_compute(x))); }
+};
+template <class T, class F> struct BinaryMap {
+  F f;
+  __device__ T operator()(T a, T b) const { return cast<T>(f(to_compute(a), to_compute(b))); }
+};
+template <class T, class F> struct CmpMap {
+  F f;
+  __device__ uint8_t operator()(T a, T b) const { return uint8_t(f(to_compute(a), to_compute(b)) ? 1 : 0); }
+};
+template <class C, class T> struct WhereMap {
+  __device__ T operator()(C c, T a, T b) const { return bop::WhereCond{}(c, a, b); }
+};
+
+template <class T, class F> StoragePtr map_unary(const GpuStorage& s, const Layout& l, F f) {
+  auto out = new_storage(s.ordinal(), l.numel(), dtype_of_v<T>);
+  launch_map(s.stream(), out->template ptr<T>(), l.shape, UnaryMap<T, F>{f}, {&l}, s.template ptr<T>());
+  return out;
 }
 
-StoragePtr GpuStorage::affine(const Layout& /*l*/, double /*mul*/, double /*add*/) const { missing("affine"); }
-StoragePtr GpuStorage::powf(const Layout& /*l*/, double /*e*/) const { missing("powf"); }
-StoragePtr GpuStorage::elu(const Layout& /*l*/, double /*alpha*/) const { missing("elu"); }
-StoragePtr GpuStorage::unary(UnaryOp /*op*/, const Layout& /*l*/) const { missing("unary"); }
-StoragePtr GpuStorage::binary(BinaryOp /*op*/, const Storage& /*rhs*/, const Layout& /*lhs_l*/, const Layout& /*rhs_l*/) const { missing("binary"); }
-StoragePtr GpuStorage::cmp(CmpOp /*op*/, const Storage& /*rhs*/, const Layout& /*lhs_l*/, const Layout& /*rhs_l*/) const { missing("cmp"); }
-StoragePtr GpuStorage::where_cond(const Layout& /*l*/, const Storage& /*t*/, const Layout& /*t_l*/, const Storage& /*f*/, const Layout& /*f_l*/) const { missing("where_cond"); }
+template <class F> decltype(auto) with_unary_op(UnaryOp op, F&& f) {
+  switch (op) {
+    case UnaryOp::Exp: return f(uop::Exp{});
+    case UnaryOp::Log: return f(uop::Log{});
+    case UnaryOp::Sin: return f(uop::Sin{});
+    case UnaryOp::Cos: return f(uop::Cos{});
+    case UnaryOp::Tanh: return f(uop::Tanh{});
+    case UnaryOp::Neg: return f(uop::Neg{});
+    case UnaryOp::Recip: return f(uop::Recip{});
+    case UnaryOp::Sqr: return f(uop::Sqr{});
+    case UnaryOp::Sqrt: return f(uop::Sqrt{});
+    case UnaryOp::Abs: return f(uop::Abs{});
+    case UnaryOp::Gelu: return f(uop::Gelu{});
+    case UnaryOp::GeluErf: return f(uop::GeluErf{});
+    case UnaryOp::Erf: return f(uop::Erf{});
+    case UnaryOp::Relu: return f(uop::Relu{});
+    case UnaryOp::Silu: return f(uop::Silu{});
+    case UnaryOp::Sigmoid: return f(uop::Sigmoid{});
+    case UnaryOp::Ceil: return f(uop::Ceil{});
+    case UnaryOp::Floor: return f(uop::Floor{});
+    case UnaryOp::Round: return f(uop::Round{});
+    case UnaryOp::Sign: return f(uop::Sign{});
+  }
+  throw Error(ErrorKind::Internal, "unary: unknown op");
+}
+
+template <class F> decltype(auto) with_binary_op(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::Add: return f(bop::Add{});
+    case BinaryOp::Sub: return f(bop::Sub{});
+    case BinaryOp::Mul: return f(bop::Mul{});
+    case BinaryOp::Div: return f(bop::Div{});
+    case BinaryOp::Maximum: return f(bop::Maximum{});
+    case BinaryOp::Minimum: return f(bop::Minimum{});
+  }
+  throw Error(ErrorKind::Internal, "binary: unknown op");
+}
+
+template <class F> decltype(auto) with_cmp_op(CmpOp op, F&& f) {
+  switch (op) {
+    case CmpOp::Eq: return f(bop::Eq{});
+    case CmpOp::Ne: return f(bop::Ne{});
+    case CmpOp::Lt: return f(bop::Lt{});
+    case CmpOp::Le: return f(bop::Le{});
+    case CmpOp::Gt: return f(bop::Gt{});
+    case CmpOp::Ge: return f(bop::Ge{});
+  }
+  throw Error(ErrorKind::Internal, "cmp: unknown op");
+}
+
+[[noreturn]] void float_only(const char* op, DType d) {
+  throw Error(ErrorKind::DType, std::string(op) + ": not defined for integer dtype " + dtype_name(d) +
+                                    "; convert with to_dtype(DType::F32) first");
+}
+
+}  // namespace
+
+StoragePtr GpuStorage::affine(const Layout& l, double mul, double add) const {
+  DeviceGuard g(ordinal());
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    // Floats: mul/add in the compute type, one rounding at the end. Integers: Candle
+    // converts mul/add to the dtype, then the arithmetic wraps.
+    return map_unary<T>(*this, l, uop::Affine<C>{cast<C>(mul), cast<C>(add)});
+  });
+}
+
+StoragePtr GpuStorage::powf(const Layout& l, double e) const {
+  DeviceGuard g(ordinal());
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) {
+      using C = compute_t<T>;
+      return map_unary<T>(*this, l, uop::Powf<C>{C(e)});
+    } else {
+      float_only("powf", dtype_);
+    }
+  });
+}
+
+StoragePtr GpuStorage::elu(const Layout& l, double alpha) const {
+  DeviceGuard g(ordinal());
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) {
+      using C = compute_t<T>;
+      return map_unary<T>(*this, l, uop::Elu<C>{C(alpha)});
+    } else {
+      float_only("elu", dtype_);
+    }
+  });
+}
+
+StoragePtr GpuStorage::unary(UnaryOp op, const Layout& l) const {
+  DeviceGuard g(ordinal());
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    return with_unary_op(op, [&](auto f) -> StoragePtr {
+      using F = decltype(f);
+      // Float-only ops are never instantiated for integer types.
+      if constexpr (is_float_v<T> || F::kInt) return map_unary<T>(*this, l, f);
+      else float_only(unary_op_name(op), dtype_);
+    });
+  });
+}
+
+StoragePtr GpuStorage::binary(BinaryOp op, const Storage& rhs_s, const Layout& lhs_l, const Layout& rhs_l) const {
+  const GpuStorage& rhs = as_gpu(rhs_s);
+  DeviceGuard g(ordinal());
+  auto out = new_storage(ordinal(), lhs_l.numel(), dtype_);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    with_binary_op(op, [&](auto f) {
+      launch_map(stream(), out->ptr<T>(), lhs_l.shape, BinaryMap<T, decltype(f)>{f}, {&lhs_l, &rhs_l}, ptr<T>(),
+                 rhs.ptr<T>());
+    });
+  });
+  return out;
+}
+
+StoragePtr GpuStorage::cmp(CmpOp op, const Storage& rhs_s, const Layout& lhs_l, const Layout& rhs_l) const {
+  const GpuStorage& rhs = as_gpu(rhs_s);
+  DeviceGuard g(ordinal());
+  auto out = new_storage(ordinal(), lhs_l.numel(), DType::U8);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    with_cmp_op(op, [&](auto f) {
+      launch_map(stream(), out->ptr<uint8_t>(), lhs_l.shape, CmpMap<T, decltype(f)>{f}, {&lhs_l, &rhs_l}, ptr<T>(),
+                 rhs.ptr<T>());
+    });
+  });
+  return out;
+}
+
+StoragePtr GpuStorage::where_cond(const Layout& l, const Storage& t_s, const Layout& t_l, const Storage& f_s,
+                                  const Layout& f_l) const {
+  const GpuStorage& ts = as_gpu(t_s);
+  const GpuStorage& fs = as_gpu(f_s);
+  DeviceGuard g(ordinal());
+  auto out = new_storage(ordinal(), l.numel(), ts.dtype());
+  dispatch_index_dtype(dtype_, "where_cond", [&](auto ctag) {
+    using C = decltype(ctag);
+    dispatch_dtype(ts.dtype(), [&](auto vtag) {
+      using T = decltype(vtag);
+      launch_map(stream(), out->ptr<T>(), l.shape, WhereMap<C, T>{}, {&l, &t_l, &f_l}, ptr<C>(), ts.ptr<T>(),
+                 fs.ptr<T>());
+    });
+  });
+  return out;
+}
 
 }  // namespace wick::gpu
