@@ -68,19 +68,24 @@ template <bool kMax, class C> inline C lane_step(C r, C x) {
 template <bool kMax, class T> compute_t<T> lane_extreme(const T* p, size_t len) {
   using C = compute_t<T>;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    constexpr size_t W = 32 / sizeof(T);
-    typedef T V __attribute__((vector_size(32)));
-    if (len >= 2 * W) {
-      V r, x;
-      std::memcpy(&r, p, sizeof(V));
-      size_t j = W;
-      for (; j + W <= len; j += W) {
-        std::memcpy(&x, p + j, sizeof(V));
-        auto take = (kMax ? (x > r) : (x < r)) | (x != x);
-        r = take ? x : r;
+    constexpr size_t W = 16 / sizeof(T);  // one SSE register; two of them in flight
+    typedef T V __attribute__((vector_size(16)));
+    if (len >= 4 * W) {
+      V r0, r1, x0, x1;
+      std::memcpy(&r0, p, sizeof(V));
+      std::memcpy(&r1, p + W, sizeof(V));
+      size_t j = 2 * W;
+      for (; j + 2 * W <= len; j += 2 * W) {
+        std::memcpy(&x0, p + j, sizeof(V));
+        std::memcpy(&x1, p + j + W, sizeof(V));
+        auto t0 = (kMax ? (x0 > r0) : (x0 < r0)) | (x0 != x0);
+        auto t1 = (kMax ? (x1 > r1) : (x1 < r1)) | (x1 != x1);
+        r0 = t0 ? x0 : r0;
+        r1 = t1 ? x1 : r1;
       }
-      C m = r[0];
-      for (size_t k = 1; k < W; ++k) m = lane_step<kMax>(m, C(r[k]));
+      C m = r0[0];
+      for (size_t k = 1; k < W; ++k) m = lane_step<kMax>(m, C(r0[k]));
+      for (size_t k = 0; k < W; ++k) m = lane_step<kMax>(m, C(r1[k]));
       for (; j < len; ++j) m = lane_step<kMax>(m, C(p[j]));
       return m;
     }
