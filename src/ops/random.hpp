@@ -49,4 +49,14 @@ WICK_HD double philox_normal(uint64_t seed, uint64_t i) {
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+// x * scale + shift, rounded twice as written: device compilers would otherwise fuse it
+// into an FMA and the GPU's numbers would differ from the CPU's in the last bit.
+WICK_HD double mul_add_unfused(double x, double scale, double shift) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __dadd_rn(__dmul_rn(x, scale), shift);
+#else
+  return x * scale + shift;
+#endif
+}
+
 }  // namespace wick

@@ -124,11 +124,11 @@ template <class Gen> static StoragePtr fill_random(size_t numel, DType dtype, Ge
 }
 
 StoragePtr CpuBackend::rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) {
-  return fill_random(numel, dtype, [=](size_t i) { return lo + (hi - lo) * philox_uniform(seed, i); });
+  return fill_random(numel, dtype, [=](size_t i) { return mul_add_unfused(philox_uniform(seed, i), hi - lo, lo); });
 }
 
 StoragePtr CpuBackend::rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) {
-  return fill_random(numel, dtype, [=](size_t i) { return mean + std * philox_normal(seed, i); });
+  return fill_random(numel, dtype, [=](size_t i) { return mul_add_unfused(philox_normal(seed, i), std, mean); });
 }
 
 }  // namespace wick::cpu

@@ -13,8 +13,8 @@
 
 namespace wick::gpu {
 
-// Created once per device and kept for the life of the process: destroying it at exit
-// would race the runtime's own teardown.
+// Created on first use per device; destroyed by the device's exit handler (device.cu), which
+// runs before the runtime's own teardown.
 struct BlasHandle {
 #if defined(WICK_GPU_HIP)
   rocblas_handle h = nullptr;
@@ -67,6 +67,16 @@ BlasHandle& handle_locked(DeviceContext& ctx) {
 }
 
 }  // namespace
+
+void destroy_blas(BlasHandle* b) {
+  if (!b) return;
+#if defined(WICK_GPU_HIP)
+  (void)rocblas_destroy_handle(b->h);
+#else
+  (void)cublasDestroy(b->h);
+#endif
+  delete b;
+}
 
 // Column-major C (m x n, ldc) = op(A) (m x k) * op(B) (k x n) for `batch` matrices, the
 // i-th at A + i*sa, B + i*sb, C + i*sc (elements; 0 broadcasts). dtype: F16, BF16, F32 or

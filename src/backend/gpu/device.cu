@@ -13,6 +13,7 @@ namespace wick::gpu {
 
 Allocator* make_allocator(int ordinal);
 void release_all_cached(Allocator* a);
+void destroy_blas(BlasHandle* b);
 
 // A kernel that exists only to ask the runtime whether this build has code for a device.
 __global__ void probe_kernel(int* p) {
@@ -72,6 +73,8 @@ void release_at_exit() {
       (void)gpuSetDevice(c->ordinal);
       (void)gpuStreamSynchronize(c->stream);
       release_all_cached(c->alloc);
+      destroy_blas(c->blas);
+      c->blas = nullptr;
       if (c->error_flag) (void)gpuFree(c->error_flag);
       c->error_flag = nullptr;
     }

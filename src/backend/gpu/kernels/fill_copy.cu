@@ -139,7 +139,8 @@ StoragePtr GpuBackend::from_host(const void* data, size_t numel, DType dtype) {
 template <class T, bool kNormal> __global__ void rand_kernel(T* p, int64_t n, uint64_t seed, double a, double b) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    double x = kNormal ? a + b * philox_normal(seed, uint64_t(i)) : a + (b - a) * philox_uniform(seed, uint64_t(i));
+    double x = kNormal ? mul_add_unfused(philox_normal(seed, uint64_t(i)), b, a)
+                       : mul_add_unfused(philox_uniform(seed, uint64_t(i)), b - a, a);
     p[i] = cast<T>(x);
   }
 }

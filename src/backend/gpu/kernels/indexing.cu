@@ -7,6 +7,8 @@
 // position outside `dim`) which walks its ids along `dim` in order: duplicate ids then apply
 // in the CPU's order (last write wins, adds in order) with no atomics, deterministically.
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -227,6 +229,32 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
   });
 }
 
+// index_add with few lines and many ids (an embedding gradient): one thread per (sorted id
+// position k, line) where k starts a run of equal ids; it adds the run's src rows in order.
+// perm is a stable arg_sort of the ids, so each destination element receives its adds in the
+// original order of k, exactly as on the CPU, with all runs in parallel.
+template <class T, class I>
+__global__ void index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<2> d,
+                                        const I* __restrict__ ids, int64_t ids_s, const uint32_t* __restrict__ perm,
+                                        int64_t n_ids, const T* __restrict__ src, int64_t src_ds, int64_t dim_stride) {
+  const int64_t n = n_ids * lines, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
+    const int64_t k = t / lines, line = t - k * lines;
+    const int64_t id = int64_t(ids[int64_t(perm[k]) * ids_s]);
+    if (k > 0 && int64_t(ids[int64_t(perm[k - 1]) * ids_s]) == id) continue;
+    int64_t o[2];
+    d.offsets_of(line, o);
+    T* out = dst + o[0] + id * dim_stride;
+    T acc = *out;
+    for (int64_t j = k; j < n_ids; ++j) {
+      const int64_t p = int64_t(perm[j]);
+      if (j > k && int64_t(ids[p * ids_s]) != id) break;
+      acc = add_one(acc, src[o[1] + p * src_ds]);
+    }
+    *out = acc;
+  }
+}
+
 // The data layout `l` reshaped to `shape` (same rank) with stride 0 along dim.
 Layout without_dim(const Layout& l, const Shape& shape, size_t dim) {
   Layout r(shape, l.strides, l.offset);
@@ -317,6 +345,24 @@ StoragePtr GpuStorage::index_add(const Layout& l, const Storage& ids_s, const La
     out = new_storage(ordinal(), l.numel(), dtype_);
     copy_strided_src(*out, 0, l);
     const Layout out_l = Layout::contiguous(l.shape);
+    const int64_t n_ids = int64_t(ids_l.numel());
+    const Layout a = drop_dim(without_dim(out_l, src_l.shape, dim), dim), c = drop_dim(src_l, dim);
+    const int64_t lines = int64_t(shape_numel(a.shape));
+    StridedDesc<2> d;
+    // Few lines walking many ids leave the GPU idle: sort the ids and run every id in parallel.
+    if (n_ids >= 64 && lines > 0 && lines < 65536 && uint64_t(n_ids) < uint64_t(UINT32_MAX) &&
+        make_desc<2>(a.shape, {&a, &c}, &d)) {
+      StoragePtr perm = ids.arg_sort(ids_l, true);
+      const int64_t ids_s = ids_l.strides[0];
+      dispatch_dtype(dtype_, [&](auto tag) {
+        using T = decltype(tag);
+        index_add_sorted_kernel<<<grid_for(n_ids * lines), kBlock, 0, stream()>>>(
+            out->ptr<T>(), lines, d, ids.ptr<I>() + ids_l.offset, ids_s, as_gpu(*perm).ptr<uint32_t>(), n_ids,
+            src.ptr<T>(), src_l.strides[dim], out_l.strides[dim]);
+        check_launch("index_add");
+      });
+      return;
+    }
     dispatch_dtype(dtype_, [&](auto tag) {
       using T = decltype(tag);
       scatter_launch<true>(stream(), out->ptr<T>(), without_dim(out_l, src_l.shape, dim), ids.ptr<I>(),
