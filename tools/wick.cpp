@@ -45,6 +45,19 @@ static int cmd_info() {
   std::printf("\ndevices:");
   for (const auto& d : available_devices()) std::printf(" %s", d.name().c_str());
   std::printf("\nopenmp threads: %d\n", omp_get_max_threads());
+  for (const auto& d : available_devices()) {
+    if (d.is_cpu()) continue;
+    DeviceInfo i = device_info(d);
+    MemoryStats m = memory_stats(d);
+    std::printf("%s: %s, %s, %.1f GiB, warp size %d, %d compute units; wick holds %zu bytes, caches %zu\n",
+                d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30),
+                i.warp_size, i.compute_units, m.in_use, m.cached);
+  }
+  for (const auto& b : built_backends()) {
+    if (b == "cpu") continue;
+    std::string why = gpu_unavailable_reason();
+    if (!why.empty()) std::printf("%s: no usable device: %s\n", b.c_str(), why.c_str());
+  }
   return 0;
 }
 

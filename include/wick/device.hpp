@@ -54,5 +54,7 @@ void empty_cache(const Device& d);  // returns cached blocks to the driver
 // Which backends this build of wick contains, and the devices present.
 std::vector<std::string> built_backends();  // e.g. {"cpu"} or {"cpu", "cuda"}
 std::vector<Device> available_devices();    // cpu first, then each usable GPU
+// Why the built GPU backend has no usable device ("" when it has one, or none was built).
+std::string gpu_unavailable_reason();
 
 }  // namespace wick

@@ -118,6 +118,24 @@ std::vector<Device> available_devices() {
   return out;
 }
 
+std::string gpu_unavailable_reason() {
+#if defined(WICK_HAVE_GPU)
+  if (gpu::device_count() == 0) return gpu::unavailable_reason();
+  std::string why;
+  for (int i = 0; i < gpu::device_count(); ++i) {
+    try {
+      gpu::backend(i);
+      return "";
+    } catch (const Error& e) {
+      why += (why.empty() ? "" : "; ") + std::string(e.what());
+    }
+  }
+  return why;
+#else
+  return "";
+#endif
+}
+
 DeviceInfo device_info(const Device& d) {
   if (d.is_cpu()) {
     DeviceInfo info;
