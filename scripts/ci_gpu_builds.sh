@@ -2,7 +2,7 @@
 # CI for the GPU builds, on a machine without a GPU: compile and link everything (library,
 # tests, tools) with warnings as errors
 #  1. for ROCm (gfx90a;gfx942;gfx1030;gfx1100) inside the Debian 13 root of rocm_root.sh, where
-#     the built `wick info` must exit 0 and list no ROCm device;
+#     the built `wick info` must exit 0, list no ROCm device and say why;
 #  2. for CUDA (80;90) with /usr/local/cuda/bin/nvcc, skipped (saying why) when it is missing.
 # Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_ROCM_ROOT (see rocm_root.sh),
 #   WICK_CI_ROCM_BUILD (build dir inside the root, default /tmp/wick-ci-rocm),
@@ -43,6 +43,10 @@ if ! grep -Eq '^backends built:.* rocm( |$)' <<<"$info"; then
 fi
 if grep -Eq '^devices:.* rocm:[0-9]' <<<"$info"; then
   echo "FAIL: wick info lists a ROCm device where none should be reachable"
+  exit 1
+fi
+if ! grep -Eq '^rocm: no usable device' <<<"$info"; then
+  echo "FAIL: wick info (ROCm build) has no 'rocm: no usable device: <reason>' line"
   exit 1
 fi
 echo "== wick info (ROCm build): exit 0, no ROCm device"
