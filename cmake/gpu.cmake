@@ -75,6 +75,8 @@ elseif(WICK_GPU STREQUAL "rocm")
                                         HIP_STANDARD_REQUIRED ON)
   target_compile_options(wick PRIVATE $<$<COMPILE_LANGUAGE:HIP>:-Wall -Wextra $<$<BOOL:${WICK_WERROR}>:-Werror>>)
   target_link_libraries(wick PUBLIC hip::host roc::rocblas)
+  # HIP links pass --offload-arch too, which clang reports as unused at link time
+  target_link_options(wick INTERFACE -Wno-unused-command-line-argument)
   target_compile_definitions(wick PUBLIC WICK_HAVE_GPU PRIVATE WICK_GPU_HIP)
 else()
   message(FATAL_ERROR "WICK_GPU must be off, cuda or rocm (got '${WICK_GPU}')")
