@@ -1,5 +1,7 @@
 // CpuStorage memory, the CPU Backend services, and the fill/copy/cast entries.
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "backend/cpu/cpu_storage.hpp"
@@ -10,13 +12,56 @@
 
 namespace wick::cpu {
 
+// Large blocks are kept for reuse: a fresh multi-megabyte block from the OS costs a page
+// fault per 4 KiB on first touch, which dominates memory-bound ops that allocate their output.
+namespace {
+constexpr size_t kCacheMinBytes = size_t(1) << 20;  // smaller blocks: the heap reuses them anyway
+constexpr size_t kCacheMaxBytes = size_t(1) << 30;  // bound on what the cache holds
+struct BlockCache {
+  std::mutex mu;
+  std::multimap<size_t, void*> free;
+  size_t held = 0;
+};
+BlockCache& block_cache() {
+  static BlockCache* c = new BlockCache;  // never destroyed: storages may outlive statics
+  return *c;
+}
+size_t block_size(size_t bytes) { return bytes < kCacheMinBytes ? (bytes ? bytes : 1) : (bytes + 4095) / 4096 * 4096; }
+void* take_block(size_t size) {
+  if (size >= kCacheMinBytes) {
+    BlockCache& c = block_cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free.find(size);
+    if (it != c.free.end()) {
+      void* p = it->second;
+      c.held -= size;
+      c.free.erase(it);
+      return p;
+    }
+  }
+  return ::operator new(size, std::align_val_t(64));
+}
+void give_block(void* p, size_t size) {
+  if (size >= kCacheMinBytes) {
+    BlockCache& c = block_cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.held + size <= kCacheMaxBytes) {
+      c.free.emplace(size, p);
+      c.held += size;
+      return;
+    }
+  }
+  ::operator delete(p, std::align_val_t(64));
+}
+}  // namespace
+
 CpuStorage::CpuStorage(size_t numel, DType dtype) : numel_(numel), dtype_(dtype) {
   size_t bytes = numel * dtype_size(dtype);
   if (numel != 0 && bytes / numel != dtype_size(dtype))
     throw Error(ErrorKind::OutOfMemory, "cpu alloc: " + std::to_string(numel) + " elements of " + dtype_name(dtype) +
                                             " overflow the address space");
   try {
-    data_ = ::operator new(bytes ? bytes : 1, std::align_val_t(64));
+    data_ = take_block(block_size(bytes));
   } catch (const std::bad_alloc&) {
     throw Error(ErrorKind::OutOfMemory, "cpu alloc: could not allocate " + std::to_string(bytes) + " bytes (" +
                                             std::to_string(numel) + " x " + dtype_name(dtype) +
@@ -24,7 +69,7 @@ CpuStorage::CpuStorage(size_t numel, DType dtype) : numel_(numel), dtype_(dtype)
   }
 }
 
-CpuStorage::~CpuStorage() { ::operator delete(data_, std::align_val_t(64)); }
+CpuStorage::~CpuStorage() { give_block(data_, block_size(numel_ * dtype_size(dtype_))); }
 
 void CpuStorage::copy_to_host(void* dst) const { std::memcpy(dst, data_, numel_ * dtype_size(dtype_)); }
 
