@@ -5,7 +5,6 @@
 #include <chrono>
 
 #include "backend/storage.hpp"
-#include "check/families.hpp"
 
 namespace wick::check {
 
@@ -24,7 +23,6 @@ std::vector<BenchCase> bench_cases(BenchSize size) {
   std::vector<BenchCase> out;
   auto rand_f32 = [](const Shape& s, Device d, uint64_t seed) { return Tensor::randn(s, DType::F32, d, seed); };
 
-#if WICK_CHECK_ELEMENTWISE
   for (size_t n : {m1, m16}) {
     out.push_back({"unary_exp_" + count_name(n), {n}, "f32", 2 * f4 * double(n), 0, false, [=](Device d) {
                      Tensor x = rand_f32({n}, d, 1);
@@ -37,13 +35,11 @@ std::vector<BenchCase> bench_cases(BenchSize size) {
                      return std::function<void()>([a, b] { (void)a.add(b); });
                    }});
   }
-#endif
   for (size_t n : {m1, m16})
     out.push_back({"cast_f32_f16_" + count_name(n), {n}, "f32->f16", 6.0 * double(n), 0, false, [=](Device d) {
                      Tensor x = rand_f32({n}, d, 4);
                      return std::function<void()>([x] { (void)x.to_dtype(DType::F16); });
                    }});
-#if WICK_CHECK_REDUCE
   out.push_back({"sum_all_" + count_name(m16), {m16}, "f32", f4 * double(m16), 0, false, [=](Device d) {
                    Tensor x = rand_f32({m16}, d, 5);
                    return std::function<void()>([x] { (void)x.sum_all(); });
@@ -53,13 +49,11 @@ std::vector<BenchCase> bench_cases(BenchSize size) {
                    Tensor x = rand_f32({sq, sq}, d, 6);
                    return std::function<void()>([x] { (void)x.sum({-1}); });
                  }});
-#endif
   out.push_back({"transpose_copy_" + std::to_string(sq) + "x" + std::to_string(sq), {sq, sq}, "f32",
                  2 * f4 * double(sq * sq), 0, false, [=](Device d) {
                    Tensor x = rand_f32({sq, sq}, d, 7);
                    return std::function<void()>([x] { (void)x.t().contiguous(); });
                  }});
-#if WICK_CHECK_LINALG
   for (size_t n : {mm, mm_big}) {
     double nn = double(n);
     out.push_back({"matmul_" + std::to_string(n), {n, n, n}, "f32", 3 * f4 * nn * nn, 2 * nn * nn * nn, n == mm_big,
@@ -68,7 +62,6 @@ std::vector<BenchCase> bench_cases(BenchSize size) {
                      return std::function<void()>([a, b] { (void)a.matmul(b); });
                    }});
   }
-#endif
   return out;
 }
 

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "check/check.hpp"
-#include "check/families.hpp"
 
 namespace wick::check {
 

@@ -8,21 +8,11 @@ namespace wick::check {
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   add_copy_cases(out);
-#if WICK_CHECK_ELEMENTWISE
   add_elementwise_cases(out);
-#endif
-#if WICK_CHECK_REDUCE
   add_reduce_cases(out);
-#endif
-#if WICK_CHECK_INDEX
   add_index_cases(out);
-#endif
-#if WICK_CHECK_LINALG
   add_linalg_cases(out);
-#endif
-#if WICK_CHECK_CONV
   add_conv_cases(out);
-#endif
   return out;
 }
 
