@@ -10,38 +10,13 @@
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
+#include "backend/matmul_block.hpp"
 #include "core/dispatch.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::cpu {
 
 namespace {
-
-// One operand's inner (rows x cols) block as BLAS sees it: row-major with leading dim ld,
-// or (trans) the row-major storage of its transpose. The core only sends such blocks.
-struct Block {
-  bool trans = false;
-  size_t ld = 1;
-  int64_t rs = 0, cs = 0;  // element strides of the logical block
-};
-
-Block inner_block(const Layout& l, size_t rows, size_t cols, const char* which) {
-  const size_t r = l.rank();
-  Block b;
-  b.rs = l.strides[r - 2];
-  b.cs = l.strides[r - 1];
-  const size_t one = 1;
-  if ((cols <= 1 || b.cs == 1) && (rows <= 1 || b.rs >= int64_t(std::max(cols, one)))) {
-    b.ld = rows <= 1 ? std::max(cols, one) : size_t(b.rs);
-  } else if ((rows <= 1 || b.rs == 1) && (cols <= 1 || b.cs >= int64_t(std::max(rows, one)))) {
-    b.trans = true;
-    b.ld = cols <= 1 ? std::max(rows, one) : size_t(b.cs);
-  } else {
-    throw Error(ErrorKind::Internal, std::string("matmul: the ") + which + " layout " + l.str() +
-                                         " is neither row- nor column-major in its last two dims");
-  }
-  return b;
-}
 
 // Storage offset of each batch: batch dims are every dim but the last two (any strides).
 std::vector<size_t> batch_offsets(const Layout& l, size_t b) {
@@ -61,12 +36,6 @@ std::vector<size_t> batch_offsets(const Layout& l, size_t b) {
   return offs;
 }
 
-void check_blas_int(size_t v, const char* what) {
-  if (v > size_t(INT_MAX))
-    throw Error(ErrorKind::Unsupported, std::string("matmul: ") + what + " = " + std::to_string(v) +
-                                            " exceeds the 32-bit BLAS index range; split the matrix");
-}
-
 template <class T>
 void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c) {
   const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
@@ -79,10 +48,11 @@ void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda
 constexpr size_t kSmallGemm = 4 * 65536;
 
 template <class T>
-void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
-                 const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
+void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const MatmulBlock& ab,
+                 const MatmulBlock& bb, const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
   auto one = [&](size_t i) {
-    gemm<T>(ab.trans, bb.trans, d.m, d.n, d.k, lhs + lo[i], ab.ld, rhs + ro[i], bb.ld, out + i * d.m * d.n);
+    gemm<T>(ab.trans, bb.trans, d.m, d.n, d.k, lhs + lo[i], size_t(ab.ld), rhs + ro[i], size_t(bb.ld),
+            out + i * d.m * d.n);
   };
 #ifdef _OPENMP
   // OpenBLAS runs gemms up to 4 * 65536 multiply-adds on one thread, so a batch of such small
@@ -97,7 +67,7 @@ void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const 
 }
 
 // Copies a (rows x cols) strided block into a contiguous row-major f32 buffer.
-template <class T> void block_to_f32(const T* src, const Block& b, size_t rows, size_t cols, float* dst) {
+template <class T> void block_to_f32(const T* src, const MatmulBlock& b, size_t rows, size_t cols, float* dst) {
   parallel_for(
       rows,
       [&](size_t r0, size_t r1) {
@@ -116,8 +86,8 @@ template <class T> void block_to_f32(const T* src, const Block& b, size_t rows, 
 // f16/bf16/f8: each batch's operands are widened to f32, multiplied by sgemm (f32
 // accumulation), and the result rounded once to T.
 template <class T>
-void matmul_small_float(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
-                        const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
+void matmul_small_float(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const MatmulBlock& ab,
+                        const MatmulBlock& bb, const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
   std::vector<float> a(d.m * d.k), b(d.k * d.n), c(d.m * d.n);
   size_t last_a = SIZE_MAX, last_b = SIZE_MAX;  // broadcast batches reuse the widened operand
   for (size_t i = 0; i < d.b; ++i) {
@@ -135,7 +105,7 @@ void matmul_small_float(const T* lhs, const T* rhs, T* out, const MatmulDims& d,
 // multiply vectorises), which gives exactly T's wrapping result. B is widened to a row-major
 // panel per batch so that the inner loop is a contiguous axpy.
 template <class T>
-void matmul_int(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const Block& ab, const Block& bb,
+void matmul_int(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const MatmulBlock& ab, const MatmulBlock& bb,
                 const std::vector<size_t>& lo, const std::vector<size_t>& ro) {
   using A = std::conditional_t<sizeof(T) == 1, uint16_t, std::make_unsigned_t<T>>;
   using Wide = std::conditional_t<(sizeof(A) < 4), uint32_t, A>;  // avoids int promotion in u16 * u16
@@ -184,7 +154,7 @@ StoragePtr CpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
     std::memset(out->data(), 0, d.b * d.m * d.n * dtype_size(dtype_));
     return out;
   }
-  const Block ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
+  const MatmulBlock ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
   const std::vector<size_t> lo = batch_offsets(lhs_l, d.b), ro = batch_offsets(rhs_l, d.b);
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
@@ -192,9 +162,9 @@ StoragePtr CpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
     const T* b = rhs.ptr<T>();
     T* o = out->ptr<T>();
     if constexpr (std::is_floating_point_v<T> || is_small_float_v<T>) {
-      check_blas_int(d.m, "m");
-      check_blas_int(d.n, "n");
-      check_blas_int(d.k, "k");
+      check_blas_int(int64_t(d.m), "m");
+      check_blas_int(int64_t(d.n), "n");
+      check_blas_int(int64_t(d.k), "k");
       check_blas_int(ab.ld, "lhs leading dim");
       check_blas_int(bb.ld, "rhs leading dim");
       if constexpr (std::is_floating_point_v<T>) matmul_blas<T>(a, b, o, d, ab, bb, lo, ro);

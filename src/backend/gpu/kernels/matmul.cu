@@ -8,6 +8,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/matmul_block.hpp"
 #include "core/dispatch.hpp"
 #include "ops/numeric.hpp"
 
@@ -18,38 +19,6 @@ void blas_gemm(DeviceContext& ctx, DType dtype, bool ta, bool tb, int m, int n, 
                int64_t sa, const void* b, int ldb, int64_t sb, void* c, int ldc, int64_t sc, int batch);
 
 namespace {
-
-// One operand's inner (rows x cols) block, exactly as the CPU backend reads it: row-major
-// with leading dim ld, or (trans) the row-major storage of its transpose.
-struct Block {
-  bool trans = false;
-  int64_t ld = 1;
-  int64_t rs = 0, cs = 0;  // element strides of the logical block
-};
-
-Block inner_block(const Layout& l, size_t rows, size_t cols, const char* which) {
-  const size_t r = l.rank();
-  Block b;
-  b.rs = l.strides[r - 2];
-  b.cs = l.strides[r - 1];
-  const size_t one = 1;
-  if ((cols <= 1 || b.cs == 1) && (rows <= 1 || b.rs >= int64_t(std::max(cols, one)))) {
-    b.ld = rows <= 1 ? int64_t(std::max(cols, one)) : b.rs;
-  } else if ((rows <= 1 || b.rs == 1) && (cols <= 1 || b.cs >= int64_t(std::max(rows, one)))) {
-    b.trans = true;
-    b.ld = cols <= 1 ? int64_t(std::max(rows, one)) : b.cs;
-  } else {
-    throw Error(ErrorKind::Internal, std::string("matmul: the ") + which + " layout " + l.str() +
-                                         " is neither row- nor column-major in its last two dims");
-  }
-  return b;
-}
-
-void check_blas_int(int64_t v, const char* what) {
-  if (v > int64_t(INT_MAX))
-    throw Error(ErrorKind::Unsupported, std::string("matmul: ") + what + " = " + std::to_string(v) +
-                                            " exceeds the 32-bit BLAS index range; split the matrix");
-}
 
 // The batch dims (all but the last two, already merged by the core) of both operands and of
 // the contiguous output. One dim, `inner`, is handed to the batched call or kernel with its
@@ -113,8 +82,8 @@ template <class F> void for_each_batch_run(const BatchPlan& p, int64_t oa0, int6
 
 // Row-major out (m x n) = A (m x k) * B (k x n) per batch is, in BLAS's column-major terms,
 // out^T (n x m) = B^T A^T: B goes first with its own transposition flag, then A.
-void gemm_batches(DeviceContext& ctx, DType dt, const MatmulDims& d, const char* a, const Layout& la, const Block& ab,
-                  const char* b, const Layout& lb, const Block& bb, char* out) {
+void gemm_batches(DeviceContext& ctx, DType dt, const MatmulDims& d, const char* a, const Layout& la,
+                  const MatmulBlock& ab, const char* b, const Layout& lb, const MatmulBlock& bb, char* out) {
   check_blas_int(int64_t(d.m), "m");
   check_blas_int(int64_t(d.n), "n");
   check_blas_int(int64_t(d.k), "k");
@@ -190,8 +159,8 @@ __global__ void int_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64_t
 }
 
 template <class T>
-void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la, const Block& ab, const T* b,
-                const Layout& lb, const Block& bb, T* out) {
+void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la, const MatmulBlock& ab, const T* b,
+                const Layout& lb, const MatmulBlock& bb, T* out) {
   using Acc = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
   const BatchPlan p = plan_batches(la, lb, d);
   const int64_t m = int64_t(d.m), n = int64_t(d.n), k = int64_t(d.k);
@@ -220,7 +189,7 @@ StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
     check(gpuMemsetAsync(out->data(), 0, d.b * d.m * d.n * dtype_size(dtype_), stream()), "MemsetAsync");
     return out;
   }
-  const Block ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
+  const MatmulBlock ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, f8e4m3>) {
