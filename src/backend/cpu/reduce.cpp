@@ -16,6 +16,7 @@
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
+#include "backend/reduce_plan.hpp"
 #include "core/dispatch.hpp"
 #include "ops/reduce.hpp"
 
@@ -255,40 +256,21 @@ void reduce_typed(const Op& op, const T* in, typename Op::Out* out, const Stride
 
 StoragePtr CpuStorage::reduce(ReduceOp op, const Layout& l, const std::vector<size_t>& dims) const {
   const char* name = reduce_op_name(op);
-  Shape kept_shape, red_shape;
-  std::vector<int64_t> kept_strides, red_strides;
-  size_t di = 0;
-  for (size_t d = 0; d < l.rank(); ++d) {
-    if (di < dims.size() && dims[di] == d) {
-      red_shape.push_back(l.shape[d]);
-      red_strides.push_back(l.strides[d]);
-      ++di;
-    } else {
-      kept_shape.push_back(l.shape[d]);
-      kept_strides.push_back(l.strides[d]);
-    }
-  }
-  if (di != dims.size())
-    throw Error(ErrorKind::Internal, std::string(name) + ": reduce dims must be sorted, unique and < rank " +
-                                         std::to_string(l.rank()));
+  ReduceSplit split = split_reduce_dims(name, l, dims);
   const bool is_arg = op == ReduceOp::ArgMin || op == ReduceOp::ArgMax;
   const DType out_dtype = is_arg ? DType::U32 : dtype_;
-  const size_t n_out = shape_numel(kept_shape), n_red = shape_numel(red_shape);
+  const size_t n_out = split.n_out, n_red = split.n_red;
   auto out = new_storage(n_out, out_dtype);
   if (n_out == 0) return out;
   if (n_red == 0) {
-    if (op != ReduceOp::Sum)
-      throw Error(ErrorKind::Shape, std::string(name) + ": cannot reduce over an empty dim of " + l.str() +
-                                        "; the result would have no value (sum is the only reduction defined there)");
+    check_empty_reduce(op, name, l);
     std::memset(out->data(), 0, n_out * dtype_size(dtype_));
     return out;
   }
-  if (is_arg && n_red > size_t(UINT32_MAX))
-    throw Error(ErrorKind::Unsupported, std::string(name) + ": " + std::to_string(n_red) +
-                                            " reduced elements do not fit the u32 index; reduce fewer dims");
-  Layout kl(kept_shape, kept_strides, l.offset), rl(red_shape, red_strides, 0);
-  auto kp = plan_strided<1>(kept_shape, {&kl});
-  auto rp = plan_strided<1>(red_shape, {&rl});
+  check_arg_reduce_size(is_arg, name, n_red);
+  const Layout &kl = split.kept, &rl = split.red;
+  auto kp = plan_strided<1>(kl.shape, {&kl});
+  auto rp = plan_strided<1>(rl.shape, {&rl});
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     const T* in = ptr<T>();

@@ -18,6 +18,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/reduce_plan.hpp"
 #include "core/dispatch.hpp"
 #include "ops/reduce.hpp"
 
@@ -194,49 +195,30 @@ void run_reduce(gpuStream_t s, int ordinal, const Op& op, const T* in, typename 
 StoragePtr GpuStorage::reduce(ReduceOp op, const Layout& l, const std::vector<size_t>& dims) const {
   DeviceGuard g(ordinal());
   const char* name = reduce_op_name(op);
-  Shape kept_shape, red_shape;
-  std::vector<int64_t> kept_strides, red_strides;
-  size_t di = 0;
-  for (size_t d = 0; d < l.rank(); ++d) {
-    if (di < dims.size() && dims[di] == d) {
-      red_shape.push_back(l.shape[d]);
-      red_strides.push_back(l.strides[d]);
-      ++di;
-    } else {
-      kept_shape.push_back(l.shape[d]);
-      kept_strides.push_back(l.strides[d]);
-    }
-  }
-  if (di != dims.size())
-    throw Error(ErrorKind::Internal, std::string(name) + ": reduce dims must be sorted, unique and < rank " +
-                                         std::to_string(l.rank()));
+  ReduceSplit split = split_reduce_dims(name, l, dims);
   const bool is_arg = op == ReduceOp::ArgMin || op == ReduceOp::ArgMax;
   const DType out_dtype = is_arg ? DType::U32 : dtype_;
-  const size_t n_out = shape_numel(kept_shape), n_red = shape_numel(red_shape);
+  const size_t n_out = split.n_out, n_red = split.n_red;
   auto out = new_storage(ordinal(), n_out, out_dtype);
   if (n_out == 0) return out;
   if (n_red == 0) {
-    if (op != ReduceOp::Sum)
-      throw Error(ErrorKind::Shape, std::string(name) + ": cannot reduce over an empty dim of " + l.str() +
-                                        "; the result would have no value (sum is the only reduction defined there)");
+    check_empty_reduce(op, name, l);
     check(gpuMemsetAsync(out->data(), 0, n_out * dtype_size(dtype_), stream()), "MemsetAsync");
     return out;
   }
-  if (is_arg && n_red > size_t(UINT32_MAX))
-    throw Error(ErrorKind::Unsupported, std::string(name) + ": " + std::to_string(n_red) +
-                                            " reduced elements do not fit the u32 index; reduce fewer dims");
+  check_arg_reduce_size(is_arg, name, n_red);
 
-  Layout kl(kept_shape, kept_strides, l.offset), rl(red_shape, red_strides, 0);
+  Layout &kl = split.kept, &rl = split.red;
   StridedDesc<1> kd, rd;
   const GpuStorage* src = this;
   std::shared_ptr<GpuStorage> tmp;
-  if (!make_desc<1>(kept_shape, {&kl}, &kd) || !make_desc<1>(red_shape, {&rl}, &rd)) {
+  if (!make_desc<1>(kl.shape, {&kl}, &kd) || !make_desc<1>(rl.shape, {&rl}, &rd)) {
     // Too many unmergeable dims for a by-value layout: copy kept-then-reduced order into a
     // contiguous buffer, which merges to one kept and one reduced dim.
-    Shape ps = kept_shape;
-    ps.insert(ps.end(), red_shape.begin(), red_shape.end());
-    std::vector<int64_t> pst = kept_strides;
-    pst.insert(pst.end(), red_strides.begin(), red_strides.end());
+    Shape ps = kl.shape;
+    ps.insert(ps.end(), rl.shape.begin(), rl.shape.end());
+    std::vector<int64_t> pst = kl.strides;
+    pst.insert(pst.end(), rl.strides.begin(), rl.strides.end());
     tmp = new_storage(ordinal(), n_out * n_red, dtype_);
     copy_strided_src(*tmp, 0, Layout(ps, pst, l.offset));
     kl = Layout({n_out}, {int64_t(n_red)}, 0);
