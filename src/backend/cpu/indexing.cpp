@@ -14,37 +14,18 @@
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
+#include "backend/index_ids.hpp"
 #include "core/dispatch.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::cpu {
 namespace {
 
-template <class I> bool id_out_of_range(I v, size_t limit) {
-  if constexpr (std::is_signed_v<I>)
-    if (v < 0) return true;
-  return uint64_t(v) >= uint64_t(limit);
-}
-
-std::string multi_index_str(size_t flat, const Shape& s) {
-  std::vector<size_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = s[d] ? flat % s[d] : 0;
-    flat = s[d] ? flat / s[d] : 0;
-  }
-  std::string r = "[";
-  for (size_t d = 0; d < idx.size(); ++d) r += (d ? ", " : "") + std::to_string(idx[d]);
-  return r + "]";
-}
-
 // Throws Error(Index) for the first id (row-major) outside [0, limit). Broadcast dims of the
-// ids are read once: the first bad element of the reduced layout, with index 0 in those dims,
-// is also the first bad element of the full one.
+// ids are read once (ids_to_validate).
 template <class I>
 void validate_ids(const I* ids, const Layout& ids_l, size_t limit, size_t dim, const char* op) {
-  Layout l = ids_l;
-  for (size_t d = 0; d < l.rank(); ++d)
-    if (l.strides[d] == 0) l.shape[d] = std::min<size_t>(l.shape[d], 1);
+  const Layout l = ids_to_validate(ids_l);
   auto plan = plan_strided<1>(l.shape, {&l});
   if (plan.numel == 0) return;
   std::atomic<size_t> first{SIZE_MAX};
@@ -63,18 +44,8 @@ void validate_ids(const I* ids, const Layout& ids_l, size_t limit, size_t dim, c
   size_t pos = first.load();
   if (pos == SIZE_MAX) return;
   // Read the offending value back for the message.
-  int64_t off = int64_t(l.offset);
-  size_t rem = pos;
-  for (size_t d = l.rank(); d-- > 0;) {
-    off += int64_t(rem % l.shape[d]) * l.strides[d];
-    rem /= l.shape[d];
-  }
-  std::string range = limit ? "valid ids are 0.." + std::to_string(limit - 1)
-                            : "that dim has size 0, so no id is valid";
-  throw Error(ErrorKind::Index, std::string(op) + ": id " + std::to_string(int64_t(ids[off])) + " at position " +
-                                    multi_index_str(pos, l.shape) + " of the ids " + shape_str(ids_l.shape) +
-                                    " is out of range for dim " + std::to_string(dim) + " of size " +
-                                    std::to_string(limit) + " (" + range + "); nothing was written");
+  const int64_t bad = int64_t(ids[offset_of_position(l, pos)]);
+  throw Error(ErrorKind::Index, bad_id_message(op, bad, pos, l, ids_l, dim, limit));
 }
 
 // Wrapping for integers, one f32 (or f64) add and one rounding for floats.
@@ -176,20 +147,6 @@ void scatter_kernel(T* dst, const Layout& dst_l, const I* ids, const Layout& ids
     body(0, lines);
   else
     parallel_for(lines, body, std::max<size_t>(1, kParallelGrain / std::max<size_t>(len_dim, 1)));
-}
-
-// The data layout `l` reshaped to `shape` (same rank) with stride 0 along dim.
-Layout without_dim(const Layout& l, const Shape& shape, size_t dim) {
-  Layout r(shape, l.strides, l.offset);
-  r.strides[dim] = 0;
-  return r;
-}
-
-// 1-D ids broadcast over `shape`, varying along dim.
-Layout ids_along(const Layout& ids_l, const Shape& shape, size_t dim) {
-  Layout r(shape, std::vector<int64_t>(shape.size(), 0), ids_l.offset);
-  r.strides[dim] = ids_l.strides.empty() ? 0 : ids_l.strides[0];
-  return r;
 }
 
 template <bool kAdd>

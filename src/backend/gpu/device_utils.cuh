@@ -233,33 +233,42 @@ void launch_map_desc(std::index_sequence<K...> ks, gpuStream_t s, Out* out, int6
   map_contig_kernel<<<grid_for(n), kBlock, 0, s>>>(out, n, f, (in + d.offsets[K])...);
 }
 
+// Calls launch(desc, base, n) for the layouts ls over `shape`, splitting leading dims until
+// the merged description fits kMaxDims; base is the row-major index of the part's first
+// element and n its element count.
+template <int N, class Launch>
+void for_each_desc(const Shape& shape, const std::array<const Layout*, N>& ls, int64_t base, Launch&& launch) {
+  const int64_t n = int64_t(shape_numel(shape));
+  if (n == 0) return;
+  StridedDesc<N> d;
+  if (make_desc<N>(shape, ls, &d)) {
+    launch(d, base, n);
+    return;
+  }
+  const Shape inner(shape.begin() + 1, shape.end());
+  const int64_t inner_n = int64_t(shape_numel(inner));
+  for (size_t i0 = 0; i0 < shape[0]; ++i0) {
+    std::array<Layout, N> sub;
+    std::array<const Layout*, N> sp;
+    for (int k = 0; k < N; ++k) {
+      sub[k] = Layout(inner, std::vector<int64_t>(ls[k]->strides.begin() + 1, ls[k]->strides.end()),
+                      size_t(int64_t(ls[k]->offset) + int64_t(i0) * ls[k]->strides[0]));
+      sp[k] = &sub[k];
+    }
+    for_each_desc<N>(inner, sp, base + int64_t(i0) * inner_n, launch);
+  }
+}
+
 // out[i] = f(in...) over `shape`, inputs read through their layouts; out is contiguous.
-// Launches on stream s. Ranks that do not fit kMaxDims after merging are split here.
+// Launches on stream s. Ranks that do not fit kMaxDims after merging are split (for_each_desc).
 template <class Out, class F, class... In>
 void launch_map(gpuStream_t s, Out* out, const Shape& shape, F f, const std::array<const Layout*, sizeof...(In)>& ls,
                 const In*... in) {
   constexpr int N = int(sizeof...(In));
-  const int64_t n = int64_t(shape_numel(shape));
-  if (n == 0) return;
-  StridedDesc<N> d;
-  if (!make_desc<N>(shape, ls, &d)) {
-    // Too many non-mergeable dims: one launch per index of the first dim.
-    Shape inner(shape.begin() + 1, shape.end());
-    const int64_t inner_n = int64_t(shape_numel(inner));
-    for (size_t i0 = 0; i0 < shape[0]; ++i0) {
-      std::array<Layout, N> sub;
-      std::array<const Layout*, N> sp;
-      for (int k = 0; k < N; ++k) {
-        sub[k] = Layout(inner, std::vector<int64_t>(ls[k]->strides.begin() + 1, ls[k]->strides.end()),
-                        size_t(int64_t(ls[k]->offset) + int64_t(i0) * ls[k]->strides[0]));
-        sp[k] = &sub[k];
-      }
-      launch_map(s, out + int64_t(i0) * inner_n, inner, f, sp, in...);
-    }
-    return;
-  }
-  launch_map_desc(std::make_index_sequence<N>{}, s, out, n, f, d, in...);
-  check_launch("map");
+  for_each_desc<N>(shape, ls, 0, [&](const StridedDesc<N>& d, int64_t base, int64_t n) {
+    launch_map_desc(std::make_index_sequence<N>{}, s, out + base, n, f, d, in...);
+    check_launch("map");
+  });
 }
 
 }  // namespace wick::gpu

@@ -41,6 +41,15 @@ struct DeviceBuffer {
 DeviceBuffer device_alloc(int ordinal, size_t bytes);  // Error(OutOfMemory) after one cache flush
 void device_free(const DeviceBuffer& b);
 
+// Scratch memory from the caching allocator, returned on scope exit (stream-ordered reuse).
+struct Scratch {
+  DeviceBuffer b;
+  Scratch(int ordinal, size_t bytes) : b(device_alloc(ordinal, bytes)) {}
+  ~Scratch() { device_free(b); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
 class GpuStorage final : public Storage {
  public:
   GpuStorage(int ordinal, size_t numel, DType dtype);

@@ -14,43 +14,12 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/index_ids.hpp"
 #include "core/dispatch.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::gpu {
 namespace {
-
-template <class I> __host__ __device__ __forceinline__ bool id_out_of_range(I v, uint64_t limit) {
-  if constexpr (std::is_signed_v<I>)
-    if (v < 0) return true;
-  return uint64_t(v) >= limit;
-}
-
-// Calls launch(desc, base, n) for the layouts ls over `shape`, splitting leading dims until
-// the merged description fits kMaxDims; base is the row-major index of the part's first
-// element and n its element count.
-template <int N, class Launch>
-void for_each_desc(const Shape& shape, const std::array<const Layout*, N>& ls, int64_t base, Launch&& launch) {
-  const int64_t n = int64_t(shape_numel(shape));
-  if (n == 0) return;
-  StridedDesc<N> d;
-  if (make_desc<N>(shape, ls, &d)) {
-    launch(d, base, n);
-    return;
-  }
-  const Shape inner(shape.begin() + 1, shape.end());
-  const int64_t inner_n = int64_t(shape_numel(inner));
-  for (size_t i0 = 0; i0 < shape[0]; ++i0) {
-    std::array<Layout, N> sub;
-    std::array<const Layout*, N> sp;
-    for (int k = 0; k < N; ++k) {
-      sub[k] = Layout(inner, std::vector<int64_t>(ls[k]->strides.begin() + 1, ls[k]->strides.end()),
-                      size_t(int64_t(ls[k]->offset) + int64_t(i0) * ls[k]->strides[0]));
-      sp[k] = &sub[k];
-    }
-    for_each_desc<N>(inner, sp, base + int64_t(i0) * inner_n, launch);
-  }
-}
 
 // Flags the ids outside [0, limit) and keeps the smallest row-major position among them.
 template <class I>
@@ -65,37 +34,15 @@ __global__ void validate_kernel(const I* __restrict__ ids, int64_t n, StridedDes
   }
 }
 
-std::string multi_index_str(size_t flat, const Shape& s) {
-  std::vector<size_t> idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = s[d] ? flat % s[d] : 0;
-    flat = s[d] ? flat / s[d] : 0;
-  }
-  std::string r = "[";
-  for (size_t d = 0; d < idx.size(); ++d) r += (d ? ", " : "") + std::to_string(idx[d]);
-  return r + "]";
-}
-
-// Frees a small device buffer on every exit path.
-struct ScratchBuffer {
-  DeviceBuffer b;
-  explicit ScratchBuffer(int ordinal, size_t bytes) : b(device_alloc(ordinal, bytes)) {}
-  ~ScratchBuffer() { device_free(b); }
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-};
-
 // Throws Error(Index) for the first id (row-major) outside [0, limit), with the CPU's message.
 // Broadcast dims of the ids are read once (index 0 there), as on the CPU. Synchronises.
 template <class I>
 void validate_ids(const GpuStorage& self, const I* ids, const Layout& ids_l, size_t limit, size_t dim, const char* op) {
-  Layout l = ids_l;
-  for (size_t d = 0; d < l.rank(); ++d)
-    if (l.strides[d] == 0) l.shape[d] = std::min<size_t>(l.shape[d], 1);
+  const Layout l = ids_to_validate(ids_l);
   if (l.numel() == 0) return;
   DeviceContext& ctx = self.ctx();
   gpuStream_t s = self.stream();
-  ScratchBuffer first_buf(self.ordinal(), sizeof(unsigned long long));
+  Scratch first_buf(self.ordinal(), sizeof(unsigned long long));
   auto* first = static_cast<unsigned long long*>(first_buf.b.ptr);
   check(gpuMemsetAsync(first, 0xff, sizeof(unsigned long long), s), "MemsetAsync");
   for_each_desc<1>(l.shape, {&l}, 0, [&](const StridedDesc<1>& d, int64_t base, int64_t n) {
@@ -107,21 +54,11 @@ void validate_ids(const GpuStorage& self, const I* ids, const Layout& ids_l, siz
   check(gpuStreamSynchronize(s), "StreamSynchronize");
   if (pos == ~0ull) return;
   // Read the offending value back for the message.
-  int64_t off = int64_t(l.offset);
-  size_t rem = size_t(pos);
-  for (size_t d = l.rank(); d-- > 0;) {
-    off += int64_t(rem % l.shape[d]) * l.strides[d];
-    rem /= l.shape[d];
-  }
+  const int64_t off = offset_of_position(l, size_t(pos));
   I bad{};
   check(gpuMemcpyAsync(&bad, ids + off, sizeof(I), gpuMemcpyDeviceToHost, s), "MemcpyAsync(D2H)");
   check(gpuStreamSynchronize(s), "StreamSynchronize");
-  std::string range = limit ? "valid ids are 0.." + std::to_string(limit - 1)
-                            : "that dim has size 0, so no id is valid";
-  throw_if_index_error(ctx, std::string(op) + ": id " + std::to_string(int64_t(bad)) + " at position " +
-                                multi_index_str(size_t(pos), l.shape) + " of the ids " + shape_str(ids_l.shape) +
-                                " is out of range for dim " + std::to_string(dim) + " of size " +
-                                std::to_string(limit) + " (" + range + "); nothing was written");
+  throw_if_index_error(ctx, bad_id_message(op, int64_t(bad), size_t(pos), l, ids_l, dim, limit));
   // The flag was set by the kernel that found pos, so the call above has thrown.
   throw Error(ErrorKind::Internal, std::string(op) + ": bad id found but the device error flag was clear");
 }
@@ -253,20 +190,6 @@ __global__ void index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, Stri
     }
     *out = acc;
   }
-}
-
-// The data layout `l` reshaped to `shape` (same rank) with stride 0 along dim.
-Layout without_dim(const Layout& l, const Shape& shape, size_t dim) {
-  Layout r(shape, l.strides, l.offset);
-  r.strides[dim] = 0;
-  return r;
-}
-
-// 1-D ids broadcast over `shape`, varying along dim.
-Layout ids_along(const Layout& ids_l, const Shape& shape, size_t dim) {
-  Layout r(shape, std::vector<int64_t>(shape.size(), 0), ids_l.offset);
-  r.strides[dim] = ids_l.strides.empty() ? 0 : ids_l.strides[0];
-  return r;
 }
 
 template <bool kAdd>

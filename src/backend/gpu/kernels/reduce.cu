@@ -138,15 +138,6 @@ __global__ void reduce_finish_kernel(const typename Op::Acc* __restrict__ part, 
   }
 }
 
-// Scratch memory from the caching allocator, returned on scope exit (stream-ordered reuse).
-struct Scratch {
-  DeviceBuffer b;
-  Scratch(int ordinal, size_t bytes) : b(device_alloc(ordinal, bytes)) {}
-  ~Scratch() { device_free(b); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
 constexpr int64_t kTargetThreads = int64_t(1) << 17;  // enough resident threads to fill a big GPU
 constexpr int64_t kMaxSplit = 65535;                 // grid y limit
 

@@ -27,14 +27,6 @@ namespace {
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-struct Scratch {
-  DeviceBuffer b;
-  Scratch(int ordinal, size_t bytes) : b(device_alloc(ordinal, bytes)) {}
-  ~Scratch() { device_free(b); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
-
 // ---- cumsum
 
 constexpr int kScanItems = 8;
