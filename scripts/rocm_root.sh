@@ -68,10 +68,11 @@ fi
 # The repository at ROOT/src/wick: reuse a bind mount of this same directory, refuse another.
 mnt="$root/src/wick"
 $sudo mkdir -p "$mnt"
-if mountpoint -q "$mnt"; then
-  [ "$(stat -c %d:%i "$mnt")" = "$(stat -c %d:%i "$repo")" ] ||
-    die "$mnt is already a mount of another directory; umount it or set WICK_ROCM_ROOT to another root"
-else
+if mountpoint -q "$mnt" && [ "$(stat -c %d:%i "$mnt")" != "$(stat -c %d:%i "$repo")" ]; then
+  say "$mnt showed another checkout (an earlier run's); remounting this one"
+  $sudo umount "$mnt"
+fi
+if ! mountpoint -q "$mnt"; then
   $sudo mount --bind "$repo" "$mnt"
   say "mounted $repo at $mnt"
 fi
