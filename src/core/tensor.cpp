@@ -83,15 +83,10 @@ void Tensor::check_to_vector(DType requested) const {
 void Tensor::copy_to_host(void* dst) const {
   check_defined(*this, "copy_to_host");
   if (numel() == 0) return;
+  // A view of part of a storage is copied on its device first, so only its own bytes cross.
   Tensor c = contiguous();
-  const size_t es = dtype_size(dtype_);
-  if (c.layout().offset == 0 && c.storage()->numel() == numel()) {
-    c.storage()->copy_to_host(dst);
-    return;
-  }
-  std::vector<char> all(c.storage()->numel() * es);
-  c.storage()->copy_to_host(all.data());
-  std::memcpy(dst, all.data() + c.layout().offset * es, numel() * es);
+  if (c.layout().offset != 0 || c.storage()->numel() != numel()) c = c.copy();
+  c.storage()->copy_to_host(dst);
 }
 
 double Tensor::to_scalar_double() const {
