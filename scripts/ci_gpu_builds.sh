@@ -15,7 +15,18 @@ cuda_build="${WICK_CI_CUDA_BUILD:-/tmp/wick-ci-cuda}"
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 
+# A build folder configured from another checkout (an earlier run's clone) is emptied first:
+# CMake refuses to reuse a cache made for a different source directory.
+reuse_or_clear() {  # build-dir source-dir
+  local cache="$1/CMakeCache.txt"
+  if [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$2" "$cache"; then
+    echo "== $1 was configured for another source tree; starting it afresh"
+    $sudo rm -rf "$1"
+  fi
+}
+
 root="$(bash scripts/rocm_root.sh | tail -n 1)"
+reuse_or_clear "$root$rocm_build" /src/wick
 # A clean environment inside the root: nothing of the host's compilers or cache settings.
 in_root() { $sudo chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
@@ -55,6 +66,7 @@ nvcc=/usr/local/cuda/bin/nvcc
 if [ -x "$nvcc" ]; then
   echo "== CUDA build in $cuda_build (-j$jobs)"
   t0=$SECONDS
+  reuse_or_clear "$cuda_build" "$(pwd -P)"
   cmake -S . -B "$cuda_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_GPU=cuda -DWICK_GPU_TARGETS="80;90" \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DWICK_WERROR=ON
   cmake --build "$cuda_build" -j"$jobs"
