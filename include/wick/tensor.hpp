@@ -229,6 +229,23 @@ class Tensor {
                              std::optional<double> scale_h = std::nullopt,
                              std::optional<double> scale_w = std::nullopt) const;
 
+  // ---- fused nn ops (src/core/tensor_nn.cpp). Float dtypes; half types accumulate in f32 and
+  // round once. Strided inputs are accepted (made contiguous first where the kernel needs it).
+  Tensor softmax_last_dim() const;
+  Tensor log_softmax_last_dim() const;
+  // x / sqrt(mean(x^2, last dim) + eps) * weight; weight (last dim) may be an undefined Tensor().
+  Tensor rms_norm(const Tensor& weight, double eps) const;
+  // (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased var, as PyTorch);
+  // weight and bias are optional (undefined Tensor()).
+  Tensor layer_norm(const Tensor& weight, const Tensor& bias, double eps) const;
+  // Rotary embeddings, as candle_nn::rotary_emb. this is (b, h, t, d) for rope_i (interleaved
+  // pairs) and rope (halves), (b, t, h, d) for rope_thd; cos and sin are (t, d/2) or (b, t, d/2).
+  Tensor rope_i(const Tensor& cos, const Tensor& sin) const;
+  Tensor rope(const Tensor& cos, const Tensor& sin) const;
+  Tensor rope_thd(const Tensor& cos, const Tensor& sin) const;
+  Tensor silu_mul(const Tensor& up) const;  // silu(this) * up, broadcasting as binary ops
+  Tensor swiglu() const;  // silu(first half of the last dim) * second half
+
   // Internal: build from parts (used by the core and backends' tests).
   Tensor(std::shared_ptr<Storage> storage, Layout layout, DType dtype, Device device)
       : storage_(std::move(storage)), layout_(std::move(layout)), dtype_(dtype), device_(device) {}
@@ -242,6 +259,14 @@ class Tensor {
   DType dtype_ = DType::F32;
   Device device_;
 };
+
+// Scaled dot-product attention without the (t_q x t_kv) score matrix in memory at once.
+// q (b, h_q, t_q, d), k (b, h_kv, t_kv, d), v (b, h_kv, t_kv, d_v), h_q a multiple of h_kv;
+// returns (b, h_q, t_q, d_v). scale defaults to 1/sqrt(d). causal: query i sees keys
+// j <= i + t_kv - t_q (bottom-right aligned, as a KV cache needs; PyTorch's is_causal when
+// t_q == t_kv). f16, bf16, f32, f64.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false,
+                 std::optional<double> scale = std::nullopt);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }

@@ -41,6 +41,35 @@ struct Conv2dShape {
   size_t w_out_transposed() const;
 };
 
+// Fused nn ops. The core hands these contiguous operands (a start offset allowed), except
+// attention, whose q/k/v only need a unit-stride last dim. Half types accumulate in f32.
+struct NormArgs {
+  const Storage* weight = nullptr;  // (cols) or none
+  size_t weight_offset = 0;
+  const Storage* bias = nullptr;  // (cols) or none; layer_norm only
+  size_t bias_offset = 0;
+  double eps = 1e-5;
+  bool rms = false;  // rms_norm: x / sqrt(mean(x^2) + eps); else (x - mean) / sqrt(var + eps)
+};
+enum class RopeKind : uint8_t {
+  Interleaved,  // rope_i, x (b, h, t, d): pairs (x[2i], x[2i+1])
+  HalfSplit,    // rope,   x (b, h, t, d): pairs (x[i], x[i + d/2])
+  HalfSplitThd  // rope_thd, x (b, t, h, d): pairs (x[i], x[i + d/2])
+};
+struct RopeDims {
+  size_t b, h, t, d;
+  bool per_batch;  // cos/sin are (b, t, d/2) rather than (t, d/2)
+};
+// q (b, h_q, t_q, d), k (b, h_kv, t_kv, d), v (b, h_kv, t_kv, d_v); h_q is a multiple of h_kv
+// (grouped-query attention: q head i reads kv head i / (h_q / h_kv)). Output (b, h_q, t_q, d_v).
+// causal: query i sees keys j <= i + (t_kv - t_q) (aligned at the bottom right, as a KV cache
+// needs; for t_q == t_kv this is PyTorch's is_causal); the core guarantees t_kv >= t_q then.
+struct AttentionDims {
+  size_t b, h_q, h_kv, t_q, t_kv, d, d_v;
+  double scale;
+  bool causal;
+};
+
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -113,6 +142,20 @@ class Storage {
   virtual StoragePtr upsample_nearest2d(const Layout& l, size_t out_h, size_t out_w) const = 0;
   virtual StoragePtr upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners,
                                          std::optional<double> scale_h, std::optional<double> scale_w) const = 0;
+
+  // ---- fused nn ops (float dtypes); l is contiguous (offset allowed). Not pure: a backend
+  // without one throws Error(Unsupported).
+  // softmax over the last dim; log: log_softmax.
+  virtual StoragePtr softmax_last_dim(const Layout& l, bool log) const;
+  virtual StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const;
+  // cos and sin are contiguous (t, d/2) or (b, t, d/2); the output has x's shape.
+  virtual StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
+                          const Layout& sin_l, const RopeDims& d) const;
+  // silu(this) * up, element-wise; both layouts have the same shape (any strides).
+  virtual StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l) const;
+  // this is q; every layout is rank 4 with a unit-stride last dim (other strides arbitrary).
+  virtual StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v,
+                               const Layout& v_l, const AttentionDims& a) const;
 };
 
 // Device-level services of a backend: allocation, upload, random numbers.

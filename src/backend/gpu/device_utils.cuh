@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backend/gpu/runtime.hpp"
+#include "backend/gpu/tuning.hpp"
 #include "wick/layout.hpp"
 
 namespace wick::gpu {
@@ -19,7 +20,7 @@ constexpr int kWarpSize = 64;
 constexpr int kWarpSize = 32;
 #endif
 constexpr int kMaxWarpsPerBlock = 1024 / 32;  // shared arrays sized for the smallest warp
-constexpr int kBlock = 256;                   // default block: a multiple of 64
+constexpr int kBlock = tune::kBlock;          // default block: a multiple of 64
 
 // The one shuffle helper: full-warp xor shuffle for any warp width.
 template <class T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {

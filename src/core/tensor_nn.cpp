@@ -1,0 +1,197 @@
+// Fused nn ops: shape/dtype/device validation, then one backend call. Row ops and rope get
+// contiguous operands (a strided view is copied once); attention keeps q/k/v strides and only
+// needs a unit-stride last dim.
+#include <cmath>
+#include <string>
+
+#include "core/checks.hpp"
+
+namespace wick {
+namespace {
+
+std::string S(size_t v) { return std::to_string(v); }
+
+// The operand as the backend wants it: contiguous (offset allowed).
+Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+
+void check_nn_input(const Tensor& x, const char* op) {
+  check_defined(x, op);
+  check_float(x, op);
+  if (x.rank() == 0)
+    throw Error(ErrorKind::Shape, std::string(op) + ": needs at least one dim, got " + describe(x) +
+                                      "; unsqueeze(0) a scalar first");
+}
+
+// weight/bias of a norm: undefined, or 1-D of the last dim's size, same dtype and device.
+void check_norm_param(const Tensor& p, const Tensor& x, const char* op, const char* what) {
+  if (!p.defined()) return;
+  check_same_device(x, p, op);
+  check_same_dtype(x, p, op);
+  if (p.rank() != 1 || p.dim(0) != x.dim(-1))
+    throw Error(ErrorKind::Shape, std::string(op) + ": " + what + " must be 1-D of the last dim's size " +
+                                      S(x.dim(-1)) + ", got " + describe(p) + " for input " + describe(x));
+}
+
+Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms, const char* op) {
+  check_nn_input(x, op);
+  check_norm_param(w, x, op, "weight");
+  check_norm_param(b, x, op, "bias");
+  if (!(eps >= 0))
+    throw Error(ErrorKind::Shape, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+  Tensor xd = dense(x), wd, bd;
+  NormArgs a;
+  a.eps = eps;
+  a.rms = rms;
+  if (w.defined()) {
+    wd = dense(w);
+    a.weight = wd.storage().get();
+    a.weight_offset = wd.layout().offset;
+  }
+  if (b.defined()) {
+    bd = dense(b);
+    a.bias = bd.storage().get();
+    a.bias_offset = bd.layout().offset;
+  }
+  return wrap_like(xd.storage()->norm_last_dim(xd.layout(), a), x.shape(), x);
+}
+
+Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind kind, const char* op) {
+  check_nn_input(x, op);
+  for (const Tensor* t : {&cos, &sin}) {
+    check_defined(*t, op);
+    check_same_device(x, *t, op);
+    check_same_dtype(x, *t, op);
+  }
+  if (x.rank() != 4)
+    throw Error(ErrorKind::Shape, std::string(op) + ": x must be 4-D " +
+                                      (kind == RopeKind::HalfSplitThd ? "(b, t, h, d)" : "(b, h, t, d)") + ", got " +
+                                      describe(x) + "; reshape it");
+  const size_t b = x.dim(0), d = x.dim(3);
+  const size_t h = kind == RopeKind::HalfSplitThd ? x.dim(2) : x.dim(1);
+  const size_t t = kind == RopeKind::HalfSplitThd ? x.dim(1) : x.dim(2);
+  if (d % 2 != 0)
+    throw Error(ErrorKind::Shape, std::string(op) + ": the last dim must be even, got " + describe(x));
+  const Shape table{t, d / 2}, table_b{b, t, d / 2};
+  if (cos.shape() != sin.shape() || (cos.shape() != table && cos.shape() != table_b))
+    throw Error(ErrorKind::Shape, std::string(op) + ": cos and sin must both be " + shape_str(table) + " or " +
+                                      shape_str(table_b) + " for x " + describe(x) + ", got cos " + describe(cos) +
+                                      " and sin " + describe(sin));
+  Tensor xd = dense(x), cd = dense(cos), sd = dense(sin);
+  RopeDims rd{b, h, t, d, cos.rank() == 3};
+  return wrap_like(xd.storage()->rope(kind, xd.layout(), *cd.storage(), cd.layout(), *sd.storage(), sd.layout(), rd),
+                   x.shape(), x);
+}
+
+// A rank-4 view whose last dim has stride 1 (copied when it does not).
+Tensor unit_last(const Tensor& t) { return (t.dim(3) <= 1 || t.layout().strides[3] == 1) ? t : t.contiguous(); }
+
+}  // namespace
+
+Tensor Tensor::softmax_last_dim() const {
+  check_nn_input(*this, "softmax_last_dim");
+  Tensor x = dense(*this);
+  return wrap_like(x.storage()->softmax_last_dim(x.layout(), false), shape(), *this);
+}
+
+Tensor Tensor::log_softmax_last_dim() const {
+  check_nn_input(*this, "log_softmax_last_dim");
+  Tensor x = dense(*this);
+  return wrap_like(x.storage()->softmax_last_dim(x.layout(), true), shape(), *this);
+}
+
+Tensor Tensor::rms_norm(const Tensor& weight, double eps) const {
+  return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm");
+}
+
+Tensor Tensor::layer_norm(const Tensor& weight, const Tensor& bias, double eps) const {
+  return norm_impl(*this, weight, bias, eps, false, "layer_norm");
+}
+
+Tensor Tensor::rope_i(const Tensor& cos, const Tensor& sin) const {
+  return rope_impl(*this, cos, sin, RopeKind::Interleaved, "rope_i");
+}
+Tensor Tensor::rope(const Tensor& cos, const Tensor& sin) const {
+  return rope_impl(*this, cos, sin, RopeKind::HalfSplit, "rope");
+}
+Tensor Tensor::rope_thd(const Tensor& cos, const Tensor& sin) const {
+  return rope_impl(*this, cos, sin, RopeKind::HalfSplitThd, "rope_thd");
+}
+
+Tensor Tensor::silu_mul(const Tensor& up) const {
+  const char* op = "silu_mul";
+  check_defined(*this, op);
+  check_defined(up, op);
+  check_same_device(*this, up, op);
+  check_same_dtype(*this, up, op);
+  check_float(*this, op);
+  Shape s = broadcast_shapes(shape(), up.shape(), op);
+  return wrap_like(storage_->silu_mul(layout_.broadcast_as(s), *up.storage(), up.layout().broadcast_as(s)), s,
+                   *this);
+}
+
+Tensor Tensor::swiglu() const {
+  check_nn_input(*this, "swiglu");
+  const size_t n = dim(-1);
+  if (n % 2 != 0)
+    throw Error(ErrorKind::Shape, "swiglu: the last dim must be even (gate and up halves), got " + describe(*this));
+  return narrow(-1, 0, n / 2).silu_mul(narrow(-1, n / 2, n / 2));
+}
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, std::optional<double> scale) {
+  const char* op = "attention";
+  for (const Tensor* t : {&q, &k, &v}) check_defined(*t, op);
+  check_same_device(q, k, op);
+  check_same_device(q, v, op);
+  check_same_dtype(q, k, op);
+  check_same_dtype(q, v, op);
+  const DType dt = q.dtype();
+  if (dt != DType::F16 && dt != DType::BF16 && dt != DType::F32 && dt != DType::F64)
+    throw Error(ErrorKind::DType, std::string(op) + ": needs f16, bf16, f32 or f64, got " + describe(q) +
+                                      "; convert q, k and v with to_dtype(DType::F16)");
+  const std::string shapes = "q " + describe(q) + ", k " + describe(k) + ", v " + describe(v);
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
+    throw Error(ErrorKind::Shape, std::string(op) + ": q, k and v must be 4-D (batch, heads, seq, head_dim), got " +
+                                      shapes + "; unsqueeze(0) a missing batch dim");
+  const size_t b = q.dim(0), hq = q.dim(1), tq = q.dim(2), d = q.dim(3);
+  const size_t hkv = k.dim(1), tkv = k.dim(2), dv = v.dim(3);
+  if (k.dim(0) != b || v.dim(0) != b || v.dim(1) != hkv || v.dim(2) != tkv || k.dim(3) != d)
+    throw Error(ErrorKind::Shape, std::string(op) + ": shapes do not fit (" + shapes +
+                                      "): k and v need q's batch, the same heads and seq, and k q's head_dim");
+  if (hkv == 0 ? hq != 0 : hq % hkv != 0)
+    throw Error(ErrorKind::Shape, std::string(op) + ": q's heads (" + S(hq) + ") must be a multiple of k/v's heads (" +
+                                      S(hkv) + ") for grouped-query attention (" + shapes + ")");
+  if (causal && tkv < tq)
+    throw Error(ErrorKind::Shape, std::string(op) + ": causal attention needs at least as many keys as queries (" +
+                                      shapes + "); the first queries would see no key");
+  if (tkv == 0 && tq != 0 && b * hq * dv != 0)
+    throw Error(ErrorKind::Shape, std::string(op) + ": no keys to attend to (" + shapes + ")");
+  const double sc = scale ? *scale : (d == 0 ? 1.0 : 1.0 / std::sqrt(double(d)));
+  if (!std::isfinite(sc))
+    throw Error(ErrorKind::Shape, std::string(op) + ": scale must be finite, got " + std::to_string(sc));
+  Tensor qd = unit_last(q), kd = unit_last(k), vd = unit_last(v);
+  AttentionDims a{b, hq, hkv, tq, tkv, d, dv, sc, causal};
+  return wrap_like(qd.storage()->attention(qd.layout(), *kd.storage(), kd.layout(), *vd.storage(), vd.layout(), a),
+                   Shape{b, hq, tq, dv}, q);
+}
+
+
+// A backend that lacks a fused kernel says so instead of failing to build.
+namespace {
+[[noreturn]] void missing_fused(const Storage& s, const char* op) {
+  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on " + s.device().name() +
+                                          "; run it on the CPU (to_device(Device::cpu()))");
+}
+}  // namespace
+StoragePtr Storage::softmax_last_dim(const Layout&, bool) const { missing_fused(*this, "softmax_last_dim"); }
+StoragePtr Storage::norm_last_dim(const Layout&, const NormArgs&) const { missing_fused(*this, "norm_last_dim"); }
+StoragePtr Storage::rope(RopeKind, const Layout&, const Storage&, const Layout&, const Storage&, const Layout&,
+                         const RopeDims&) const {
+  missing_fused(*this, "rope");
+}
+StoragePtr Storage::silu_mul(const Layout&, const Storage&, const Layout&) const { missing_fused(*this, "silu_mul"); }
+StoragePtr Storage::attention(const Layout&, const Storage&, const Layout&, const Storage&, const Layout&,
+                              const AttentionDims&) const {
+  missing_fused(*this, "attention");
+}
+
+}  // namespace wick
