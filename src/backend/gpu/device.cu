@@ -154,7 +154,11 @@ DeviceGuard::DeviceGuard(int ordinal) : previous(0) {
   (void)gpuGetDevice(&previous);
   if (previous != ordinal) check(gpuSetDevice(ordinal), "SetDevice");
 }
-DeviceGuard::~DeviceGuard() { (void)gpuSetDevice(previous); }
+DeviceGuard::~DeviceGuard() {
+  int now = previous;
+  (void)gpuGetDevice(&now);
+  if (now != previous) (void)gpuSetDevice(previous);  // the common case (one GPU) costs no set
+}
 
 void throw_if_index_error(DeviceContext& ctx, const std::string& what) {
   int flag = 0;
