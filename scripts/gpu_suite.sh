@@ -4,6 +4,7 @@
 # suites), `wick check --device cuda:0`, then compute-sanitizer memcheck (with leak check)
 # on the GPU tests and on the parity check for one dtype. Logs go to $LOG_DIR (default
 # build-gpu/logs). Usage: bash scripts/gpu_suite.sh [TARGETS]   (default 90)
+# WICK_SKIP_SANITIZER=1 leaves the (slow) memcheck steps out, e.g. for a benchmarking run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 targets="${1:-90}"
@@ -28,7 +29,9 @@ step info 30 "$build/wick" info
 step ctest 300 ctest --test-dir "$build" --output-on-failure -j8 --timeout 240
 step check_gpu 240 "$build/wick" check --device cuda:0
 grep -m 40 '^FAIL' "$logs/check_gpu.log"
-if command -v compute-sanitizer > /dev/null; then
+if [ "${WICK_SKIP_SANITIZER:-0}" = 1 ]; then
+  echo "== compute-sanitizer steps skipped (WICK_SKIP_SANITIZER=1)"
+elif command -v compute-sanitizer > /dev/null; then
   step sanitize_tests 240 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
     "$build/test_gpu" --gtest_filter=-GpuLarge.*:GpuMemory.OutOfMemoryIsAnError  # that one provokes OOM on purpose
   step sanitize_check 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 \
