@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/numeric.hpp"
+#include "ops/reduce.hpp"
 #include "wick/config.hpp"
 
 namespace wick {
@@ -62,6 +64,26 @@ WICK_HD A bilinear_blend(A wy0, A wy1, A wx0, A wx1, A v00, A v01, A v10, A v11)
   const A top = mul_rn(wx0, v00) + mul_rn(wx1, v01);
   const A bot = mul_rn(wx0, v10) + mul_rn(wx1, v11);
   return mul_rn(wy0, top) + mul_rn(wy1, bot);
+}
+
+// Max pooling of one window (kh x kw taps, strides sh, sw from win): the first NaN wins, as in
+// PyTorch; otherwise the first maximum.
+template <class T> WICK_HD T max_window(const T* win, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
+  T best = win[0];
+  auto bv = to_compute(best);
+  if (is_nan_val(bv)) return best;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      const T v = win[i * sh + j * sw];
+      const auto cv = to_compute(v);
+      if (is_nan_val(cv)) return v;
+      if (cv > bv) {
+        best = v;
+        bv = cv;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace wick

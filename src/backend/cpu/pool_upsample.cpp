@@ -53,11 +53,6 @@ StoragePtr nearest(const CpuStorage& s, const Img& im, size_t ho, size_t wo) {
   return out;
 }
 
-template <class A> bool is_nan(A v) {
-  if constexpr (std::is_floating_point_v<A>) return std::isnan(v);
-  else return false;
-}
-
 // The taps of every destination index (src/ops/resample.hpp, shared with the GPU).
 std::vector<LinearTap> linear_taps(size_t in, size_t out, bool align_corners, std::optional<double> scale) {
   const double ratio = linear_ratio(in, out, align_corners, scale.has_value(), scale.value_or(1.0));
@@ -105,25 +100,7 @@ StoragePtr CpuStorage::max_pool2d(const Layout& l, size_t kh, size_t kw, size_t 
     for_each_out_row(im, ho, wo, out->ptr<T>(), [&](size_t base, size_t oy, T* o) {
       for (size_t ox = 0; ox < wo; ++ox) {
         const T* win = in + int64_t(base) + int64_t(oy * sh) * im.sh + int64_t(ox * sw) * im.sw;
-        T best = win[0];
-        auto bv = to_compute(best);
-        bool nan = is_nan(bv);
-        for (size_t i = 0; i < kh && !nan; ++i) {
-          for (size_t j = 0; j < kw; ++j) {
-            const T v = win[int64_t(i) * im.sh + int64_t(j) * im.sw];
-            const auto cv = to_compute(v);
-            if (is_nan(cv)) {  // NaN wins, as in PyTorch
-              best = v;
-              nan = true;
-              break;
-            }
-            if (cv > bv) {
-              best = v;
-              bv = cv;
-            }
-          }
-        }
-        o[ox] = best;
+        o[ox] = max_window(win, int64_t(kh), int64_t(kw), im.sh, im.sw);
       }
     });
   });

@@ -49,11 +49,6 @@ __global__ void avg_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p
   }
 }
 
-template <class A> __device__ __forceinline__ bool is_nan(A v) {
-  if constexpr (std::is_floating_point_v<A>) return v != v;
-  else return false;
-}
-
 // The first NaN of the window wins (as PyTorch); otherwise the first maximum.
 template <class T>
 __global__ void max_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
@@ -61,25 +56,7 @@ __global__ void max_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     const int64_t ox = e % p.wo, oy = (e / p.wo) % p.ho, plane = e / (p.wo * p.ho);
     const T* win = in + im.plane_base(plane) + oy * p.sh * im.sh + ox * p.sw * im.sw;
-    T best = win[0];
-    auto bv = to_compute(best);
-    bool nan = is_nan(bv);
-    for (int64_t i = 0; i < p.kh && !nan; ++i) {
-      for (int64_t j = 0; j < p.kw; ++j) {
-        const T v = win[i * im.sh + j * im.sw];
-        const auto cv = to_compute(v);
-        if (is_nan(cv)) {
-          best = v;
-          nan = true;
-          break;
-        }
-        if (cv > bv) {
-          best = v;
-          bv = cv;
-        }
-      }
-    }
-    out[e] = best;
+    out[e] = max_window(win, p.kh, p.kw, im.sh, im.sw);
   }
 }
 
