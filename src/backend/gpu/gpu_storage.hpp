@@ -117,6 +117,10 @@ class GpuStorage final : public Storage {
   StoragePtr upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners,
                                  std::optional<double> scale_h, std::optional<double> scale_w) const override;
 
+  // kernels/attention.cu (+ blas.cu)
+  StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
+                       const AttentionDims& a) const override;
+
  private:
   DeviceBuffer buf_;
   size_t numel_ = 0;

@@ -15,4 +15,10 @@ inline constexpr bool kAmd = false;
 // Default block for element-wise and copy kernels.
 inline constexpr int kBlock = 256;
 
+// attention (kernels/attention.cu): queries per chunk, the cap on a chunk's score buffer
+// (f32 scores of every batch and head), threads per softmax row. Unmeasured first choices.
+inline constexpr int kAttnRows = 512;
+inline constexpr long long kAttnScoreBytes = 256ll << 20;
+inline constexpr int kAttnRowBlock = 256;  // multiple of 64
+
 }  // namespace wick::gpu::tune

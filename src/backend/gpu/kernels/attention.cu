@@ -1,0 +1,246 @@
+// Scaled dot-product attention on the GPU without the full t_q x t_kv score matrix: the
+// queries go in chunks of rows. Per chunk (all batches and heads at once) a strided-batched
+// GEMM writes the scores S = scale * Q K^T in f32 (f64 for f64), a row kernel turns each row
+// into probabilities P (softmax in f32, masked keys 0, stored in the input dtype) and a second
+// GEMM writes O = P V straight into the output. A causal chunk only uses the keys its last
+// row can see, which halves the work of a square causal attention.
+#include <algorithm>
+#include <climits>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "backend/gpu/device_utils.cuh"
+#include "backend/gpu/gpu_storage.hpp"
+#include "core/dispatch.hpp"
+#include "ops/nn.hpp"
+#include "ops/numeric.hpp"
+#include "ops/unary.hpp"
+
+namespace wick::gpu {
+
+// blas.cu: row-major C (m x n, ldc) = alpha op(A) op(B), strided-batched, inputs `in`,
+// output `out` (f16/bf16 -> f32 allowed), f32 accumulation (f64 for f64).
+void blas_gemm_rm(DeviceContext& ctx, DType in, DType out, bool ta, bool tb, int m, int n, int k, double alpha,
+                  const void* a, int lda, int64_t sa, const void* b, int ldb, int64_t sb, void* c, int ldc,
+                  int64_t sc, int batch);
+
+namespace {
+
+constexpr int kRowBlock = tune::kAttnRowBlock;
+
+// Online softmax statistics of a set of scores: their max m and l = sum exp(x - m). An empty
+// set is (-inf, 0).
+template <class A> __device__ __forceinline__ void stats_add(A& m, A& l, A x) {
+  if (x > m) {
+    l = l * fmath::exp(m - x) + A(1);  // exp(-inf) = 0 for the first score
+    m = x;
+  } else {
+    l += fmath::exp(x - m);  // NaN scores propagate through l
+  }
+}
+template <class A> __device__ __forceinline__ void stats_merge(A& m, A& l, A m2, A l2) {
+  const A ninf = -std::numeric_limits<A>::infinity();
+  const A mx = m2 > m ? m2 : m;
+  l = (m == ninf ? A(0) : l * fmath::exp(m - mx)) + (m2 == ninf ? A(0) : l2 * fmath::exp(m2 - mx));
+  m = mx;
+}
+
+// Every thread of the block gets the block's (m, l): warp shuffles, then each thread merges
+// the per-warp results from shared memory in the same order (works for 32- and 64-lane warps).
+template <class A> __device__ void block_stats(A& m, A& l) {
+  __shared__ A sm[kMaxWarpsPerBlock], sl[kMaxWarpsPerBlock];
+  for (int o = kWarpSize / 2; o > 0; o >>= 1) {
+    const A m2 = shfl_xor(m, o), l2 = shfl_xor(l, o);
+    stats_merge(m, l, m2, l2);
+  }
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  const int nwarps = int(blockDim.x) / kWarpSize;
+  if (lane == 0) {
+    sm[warp] = m;
+    sl[warp] = l;
+  }
+  __syncthreads();
+  m = sm[0];
+  l = sl[0];
+  for (int w = 1; w < nwarps; ++w) stats_merge(m, l, sm[w], sl[w]);
+}
+
+// One block per score row (row = batch * rows + r, query r0 + r). Reads the row's visible
+// scores s (V at a time), writes p = exp(s - max) / sum for them and 0 for masked keys. p may
+// alias s (same element size): each element is read and written by the same thread, and the
+// barrier in block_stats orders every first-pass read before any write.
+template <class A, class P, int V>
+__global__ void __launch_bounds__(kRowBlock)
+    softmax_rows_kernel(const A* s, P* p, int64_t rows, int64_t keys, int64_t r0, int64_t shift, bool causal) {
+  const int64_t row = blockIdx.x;
+  const int64_t qi = r0 + row % rows;
+  const int64_t vis = causal ? (qi + shift + 1 < keys ? qi + shift + 1 : keys) : keys;
+  const A* sr = s + row * keys;
+  P* pr = p + row * keys;
+  A m = -std::numeric_limits<A>::infinity(), l = A(0);
+  const int64_t nv = vis / V;
+  for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+    const VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(sr)[i];
+#pragma unroll
+    for (int j = 0; j < V; ++j) stats_add(m, l, x.v[j]);
+  }
+  for (int64_t j = nv * V + threadIdx.x; j < vis; j += blockDim.x) stats_add(m, l, sr[j]);
+  block_stats(m, l);
+
+  const int64_t nk = keys / V;
+  for (int64_t i = threadIdx.x; i < nk; i += blockDim.x) {
+    VecOf<P, V> o;
+    if ((i + 1) * V <= vis) {
+      const VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(sr)[i];
+#pragma unroll
+      for (int j = 0; j < V; ++j) o.v[j] = cast<P>(nn::softmax_out(x.v[j], m, l, false));
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const int64_t e = i * V + j;
+        o.v[j] = cast<P>(e < vis ? nn::softmax_out(sr[e], m, l, false) : A(0));
+      }
+    }
+    reinterpret_cast<VecOf<P, V>*>(pr)[i] = o;
+  }
+  for (int64_t e = nk * V + threadIdx.x; e < keys; e += blockDim.x)
+    pr[e] = cast<P>(e < vis ? nn::softmax_out(sr[e], m, l, false) : A(0));
+}
+
+// A q/k/v operand as BLAS reads it: data pointer, element offset and the b, h, t strides (the
+// t stride is the leading dim). A layout BLAS cannot take (a t stride below the row length,
+// negative strides) is replaced by a contiguous copy, kept alive in `hold`.
+struct Operand {
+  StoragePtr hold;
+  const char* base = nullptr;
+  int64_t off = 0, sb = 0, sh = 0, st = 0;
+};
+
+Operand make_operand(const GpuStorage& s, const Layout& l) {
+  const int64_t t = int64_t(l.shape[2]), d = int64_t(l.shape[3]), ld_min = std::max<int64_t>(d, 1);
+  int64_t str[3];
+  bool ok = true;
+  for (int i = 0; i < 3; ++i) {
+    str[i] = l.shape[i] <= 1 ? 0 : l.strides[i];  // a size-1 dim's stride never moves
+    ok = ok && str[i] >= 0;
+  }
+  if (t > 1) ok = ok && str[2] >= ld_min && str[2] <= int64_t(INT_MAX);
+  if (d > 1) ok = ok && l.strides[3] == 1;
+  Operand o;
+  if (ok) {
+    o.base = static_cast<const char*>(s.data());
+    o.off = int64_t(l.offset);
+    o.sb = str[0];
+    o.sh = str[1];
+    o.st = t > 1 ? str[2] : ld_min;
+    return o;
+  }
+  o.hold = s.try_clone(l);
+  o.base = static_cast<const char*>(as_gpu(*o.hold).data());
+  o.sh = t * d;
+  o.sb = int64_t(l.shape[1]) * o.sh;
+  o.st = ld_min;
+  return o;
+}
+
+void check_int(int64_t v, const char* what) {
+  if (v > int64_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, std::string("attention: ") + what + " = " + std::to_string(v) +
+                                            " exceeds the 32-bit BLAS range; split the batch or the sequence");
+}
+
+template <class T>
+void run_attention(const GpuStorage& self, const Operand& q, const Operand& k, const Operand& v, T* out,
+                   const AttentionDims& a) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;  // scores and softmax
+  constexpr bool kInPlace = sizeof(A) == sizeof(T);                          // f32/f64: P overwrites S
+  constexpr int V = int(16 / sizeof(A));
+  DeviceContext& ctx = self.ctx();
+  const DType dt = dtype_of_v<T>, st = dtype_of_v<A>;
+  const int64_t b = int64_t(a.b), hkv = int64_t(a.h_kv), group = int64_t(a.h_q / a.h_kv);
+  const int64_t tq = int64_t(a.t_q), tkv = int64_t(a.t_kv), d = int64_t(a.d), dv = int64_t(a.d_v);
+  const int64_t es = int64_t(sizeof(T));
+
+  // q head j * group + g reads kv head j: for a fixed g, one batched call runs over the
+  // (b, h_kv) pairs when each operand's batch stride continues its (grouped) head stride;
+  // otherwise the host loops over b.
+  const bool merged = b == 1 || hkv == 1 ||
+                      (q.sb == hkv * group * q.sh && k.sb == hkv * k.sh && v.sb == hkv * v.sh);
+  const int64_t nb = merged ? b * hkv : hkv, nloop = merged ? 1 : b;
+  const int64_t q_bs = merged && hkv == 1 ? q.sb : group * q.sh;
+  const int64_t k_bs = merged && hkv == 1 ? k.sb : k.sh;
+  const int64_t v_bs = merged && hkv == 1 ? v.sb : v.sh;
+  const int64_t o_sh = tq * dv, o_bs = group * o_sh;  // output (b, h_q, t_q, d_v) contiguous
+  check_int(nb, "batch * kv heads");
+  check_int(tkv, "t_kv");
+  check_int(d, "head_dim");
+  check_int(dv, "v head_dim");
+
+  int64_t rows = std::min<int64_t>(tq, tune::kAttnRows);
+  while (rows > 1 && double(nb) * double(rows) * double(tkv) * sizeof(A) > double(tune::kAttnScoreBytes))
+    rows = (rows + 1) / 2;
+  check_int(nb * rows, "batch * kv heads * query rows");
+  const size_t elems = size_t(nb * rows * tkv);
+  Scratch s_buf(self.ordinal(), elems * sizeof(A));
+  std::unique_ptr<Scratch> p_buf;
+  if (!kInPlace) p_buf = std::make_unique<Scratch>(self.ordinal(), elems * sizeof(T));
+  A* S = static_cast<A*>(s_buf.b.ptr);
+  T* P = kInPlace ? reinterpret_cast<T*>(S) : static_cast<T*>(p_buf->b.ptr);
+
+  const int64_t shift = tkv - tq;  // causal: query i sees keys j <= i + shift (tkv >= tq then)
+  for (int64_t r0 = 0; r0 < tq; r0 += rows) {
+    const int64_t rc = std::min(rows, tq - r0);
+    const int64_t keys = a.causal ? std::min(tkv, r0 + rc + shift) : tkv;
+    const bool vec = keys % V == 0 && aligned16(S) && aligned16(P);
+    for (int64_t bi = 0; bi < nloop; ++bi) {
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t bq = merged ? 0 : bi * q.sb, bk = merged ? 0 : bi * k.sb, bv = merged ? 0 : bi * v.sb;
+        const char* qp = q.base + (q.off + bq + g * q.sh + r0 * q.st) * es;
+        const char* kp = k.base + (k.off + bk) * es;
+        const char* vp = v.base + (v.off + bv) * es;
+        T* op = out + (merged ? 0 : bi * int64_t(a.h_q) * o_sh) + g * o_sh + r0 * dv;
+        if (d == 0) {
+          check(gpuMemsetAsync(S, 0, size_t(nb * rc * keys) * sizeof(A), self.stream()), "MemsetAsync");
+        } else {
+          blas_gemm_rm(ctx, dt, st, false, true, int(rc), int(keys), int(d), a.scale, qp, int(q.st), q_bs, kp,
+                       int(k.st), k_bs, S, int(keys), rc * keys, int(nb));
+        }
+        const unsigned grid = unsigned(nb * rc);
+        if (vec)
+          softmax_rows_kernel<A, T, V>
+              <<<grid, kRowBlock, 0, self.stream()>>>(S, P, rc, keys, r0, shift, a.causal);
+        else
+          softmax_rows_kernel<A, T, 1>
+              <<<grid, kRowBlock, 0, self.stream()>>>(S, P, rc, keys, r0, shift, a.causal);
+        check_launch("attention(softmax)");
+        blas_gemm_rm(ctx, dt, dt, false, false, int(rc), int(dv), int(keys), 1.0, P, int(keys), rc * keys, vp,
+                     int(v.st), v_bs, op, int(dv), o_bs, int(nb));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+StoragePtr GpuStorage::attention(const Layout& q_l, const Storage& k_s, const Layout& k_l, const Storage& v_s,
+                                 const Layout& v_l, const AttentionDims& a) const {
+  DeviceGuard g(ordinal());
+  const size_t n = a.b * a.h_q * a.t_q * a.d_v;
+  auto out = new_storage(ordinal(), n, dtype_);
+  if (n == 0) return out;  // also covers t_kv == 0 (the core refuses it otherwise)
+  const Operand q = make_operand(*this, q_l), k = make_operand(as_gpu(k_s), k_l), v = make_operand(as_gpu(v_s), v_l);
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float> ||
+                  std::is_same_v<T, double>) {
+      run_attention<T>(*this, q, k, v, out->ptr<T>(), a);
+    } else {
+      throw Error(ErrorKind::DType, std::string("attention: needs f16, bf16, f32 or f64, got ") +
+                                        dtype_name(dtype_) + "; convert q, k and v with to_dtype(DType::F16)");
+    }
+  });
+  return out;
+}
+
+}  // namespace wick::gpu
