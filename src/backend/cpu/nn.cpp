@@ -1,0 +1,283 @@
+// CPU fused nn ops: row-wise softmax / norms, rotary embeddings, silu_mul and attention. The
+// per-element math is src/ops/nn.hpp's; here are the loops. Half types (and f8) are read into
+// compute_t (f32) rows once, accumulated in compute_t and rounded once at the output.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backend/cpu/cpu_storage.hpp"
+#include "backend/cpu/strided.hpp"
+#include "core/dispatch.hpp"
+#include "ops/nn.hpp"
+#include "ops/numeric.hpp"
+#include "ops/op_dispatch.hpp"
+
+namespace wick::cpu {
+namespace {
+
+// Rows per parallel chunk so that one chunk holds about kParallelGrain units of work.
+size_t row_grain(size_t work_per_row) { return std::max<size_t>(1, kParallelGrain / std::max<size_t>(1, work_per_row)); }
+
+// Row r of a contiguous (rows, cols) view as compute_t: the storage itself when T is already
+// the compute type, else converted into buf.
+template <class T> const compute_t<T>* row_in(const T* x, size_t cols, std::vector<compute_t<T>>& buf) {
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    return x;
+  } else {
+    buf.resize(cols);
+    for (size_t j = 0; j < cols; ++j) buf[j] = to_compute(x[j]);
+    return buf.data();
+  }
+}
+
+// Calls f(T{}) for the float dtypes; integer dtypes are an Error(DType) naming op.
+template <class F> StoragePtr dispatch_float(DType d, const char* op, F&& f) {
+  return dispatch_dtype(d, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) return f(tag);
+    else float_only(op, d);
+  });
+}
+
+}  // namespace
+
+StoragePtr CpuStorage::softmax_last_dim(const Layout& l, bool log) const {
+  const size_t n = l.numel();
+  auto out = new_storage(n, dtype_);
+  if (n == 0) return out;
+  const size_t cols = l.shape.back(), rows = n / cols;
+  return dispatch_float(dtype_, log ? "log_softmax_last_dim" : "softmax_last_dim", [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* x = ptr<T>() + l.offset;
+    T* o = out->template ptr<T>();
+    parallel_for(rows, [&](size_t r0, size_t r1) {
+      std::vector<C> buf;
+      for (size_t r = r0; r < r1; ++r) {
+        const C* xr = row_in(x + r * cols, cols, buf);
+        // A NaN never wins the comparison, but it makes the sum NaN, so every output is NaN.
+        C mx = -std::numeric_limits<C>::infinity();
+        for (size_t j = 0; j < cols; ++j) mx = xr[j] > mx ? xr[j] : mx;
+        C sum = 0;
+        for (size_t j = 0; j < cols; ++j) sum += fmath::exp(xr[j] - mx);
+        T* orow = o + r * cols;
+        for (size_t j = 0; j < cols; ++j) orow[j] = cast<T>(nn::softmax_out(xr[j], mx, sum, log));
+      }
+    }, row_grain(cols));
+    return out;
+  });
+}
+
+StoragePtr CpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
+  const size_t n = l.numel();
+  auto out = new_storage(n, dtype_);
+  if (n == 0) return out;
+  const size_t cols = l.shape.back(), rows = n / cols;
+  return dispatch_float(dtype_, a.rms ? "rms_norm" : "layer_norm", [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* x = ptr<T>() + l.offset;
+    T* o = out->template ptr<T>();
+    // weight and bias as compute_t once (1 and 0 when absent).
+    std::vector<C> w(cols, C(1)), b(cols, C(0));
+    if (a.weight) {
+      const T* p = as_cpu(*a.weight).template ptr<T>() + a.weight_offset;
+      for (size_t j = 0; j < cols; ++j) w[j] = to_compute(p[j]);
+    }
+    if (a.bias) {
+      const T* p = as_cpu(*a.bias).template ptr<T>() + a.bias_offset;
+      for (size_t j = 0; j < cols; ++j) b[j] = to_compute(p[j]);
+    }
+    const C inv_n = C(1) / C(cols);
+    parallel_for(rows, [&](size_t r0, size_t r1) {
+      std::vector<C> buf;
+      for (size_t r = r0; r < r1; ++r) {
+        const C* xr = row_in(x + r * cols, cols, buf);
+        C mean = 0;
+        if (!a.rms) {
+          for (size_t j = 0; j < cols; ++j) mean += xr[j];
+          mean *= inv_n;
+        }
+        // Second pass around the mean (not E[x^2] - mean^2): no cancellation for large means.
+        C ms = 0;
+        for (size_t j = 0; j < cols; ++j) {
+          const C dx = xr[j] - mean;
+          ms += dx * dx;
+        }
+        const C rstd = nn::norm_rstd(ms * inv_n, a.eps);
+        T* orow = o + r * cols;
+        for (size_t j = 0; j < cols; ++j) orow[j] = cast<T>(nn::norm_out(xr[j], mean, rstd, w[j], b[j]));
+      }
+    }, row_grain(3 * cols));
+    return out;
+  });
+}
+
+StoragePtr CpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, const Layout& cos_l,
+                            const Storage& sin_s, const Layout& sin_l, const RopeDims& dm) const {
+  const size_t n = l.numel();
+  auto out = new_storage(n, dtype_);
+  if (n == 0) return out;
+  const char* op = k == RopeKind::Interleaved ? "rope_i" : k == RopeKind::HalfSplit ? "rope" : "rope_thd";
+  return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const bool inter = k == RopeKind::Interleaved;
+    const size_t d = dm.d, half = d / 2, rows = n / d;
+    const T* x = ptr<T>() + l.offset;
+    const T* cs = as_cpu(cos_s).template ptr<T>() + cos_l.offset;
+    const T* sn = as_cpu(sin_s).template ptr<T>() + sin_l.offset;
+    T* o = out->template ptr<T>();
+    parallel_for(rows, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        // Row r is (b, h, t) or, for rope_thd, (b, t, h) in row-major order.
+        size_t bi, ti;
+        if (k == RopeKind::HalfSplitThd) {
+          ti = (r / dm.h) % dm.t;
+          bi = r / (dm.h * dm.t);
+        } else {
+          ti = r % dm.t;
+          bi = r / (dm.t * dm.h);
+        }
+        const size_t table = ((dm.per_batch ? bi * dm.t : 0) + ti) * half;
+        const T* xr = x + r * d;
+        T* orow = o + r * d;
+        for (size_t i = 0; i < half; ++i) {
+          const nn::RopePair p = nn::rope_pair(inter, inter ? 2 * i : i, d);
+          const C x0 = to_compute(xr[p.first]), x1 = to_compute(xr[p.second]);
+          const C c = to_compute(cs[table + p.i]), s = to_compute(sn[table + p.i]);
+          orow[p.first] = cast<T>(nn::rope_first(x0, x1, c, s));
+          orow[p.second] = cast<T>(nn::rope_second(x0, x1, c, s));
+        }
+      }
+    }, row_grain(2 * d));
+    return out;
+  });
+}
+
+StoragePtr CpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l) const {
+  auto out = new_storage(l.numel(), dtype_);
+  const CpuStorage& up = as_cpu(up_s);
+  return dispatch_float(dtype_, "silu_mul", [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    map_strided(out->template ptr<T>(), l.shape,
+                [](T a, T b) { return cast<T>(nn::SiluMul{}(to_compute(a), to_compute(b))); }, {&l, &up_l}, ptr<T>(),
+                up.ptr<T>());
+    return out;
+  });
+}
+
+namespace {
+
+// A rank-4 operand of attention: base pointer (offset applied) and the strides of its b, h, t
+// dims; the last dim is unit-stride.
+template <class T> struct Operand4 {
+  const T* p;
+  int64_t sb, sh, st;
+  const T* row(size_t b, size_t h, size_t t) const {
+    return p + int64_t(b) * sb + int64_t(h) * sh + int64_t(t) * st;
+  }
+};
+
+template <class T> Operand4<T> operand(const T* base, const Layout& l) {
+  return {base + l.offset, l.strides[0], l.strides[1], l.strides[2]};
+}
+
+// k or v converted to a contiguous compute_t copy (for half types, so that each key is
+// converted once rather than once per query row).
+template <class T> std::vector<compute_t<T>> to_compute_copy(Operand4<T> s, size_t b, size_t h, size_t t, size_t d) {
+  std::vector<compute_t<T>> v(b * h * t * d);
+  parallel_for(b * h * t, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const T* src = s.row(r / (h * t), (r / t) % h, r % t);
+      for (size_t j = 0; j < d; ++j) v[r * d + j] = to_compute(src[j]);
+    }
+  }, row_grain(d));
+  return v;
+}
+
+// Keys handled per step of the online softmax: scores of a block are computed, then the
+// running max / sum / accumulator are rescaled once per block.
+constexpr size_t kKeyBlock = 64;
+
+// out[b, hq, i, :] = softmax(scale * q_i . k_j over visible j) @ v, one query row at a time.
+template <class T, class C>
+void attention_rows(Operand4<T> q, Operand4<C> k, Operand4<C> v, T* out, const AttentionDims& a) {
+  const size_t group = a.h_q / a.h_kv, rows = a.b * a.h_q * a.t_q;
+  const C scale = C(a.scale);
+  const size_t shift = a.t_kv - (a.causal ? a.t_q : 0);  // causal: query i sees keys j <= i + shift
+  parallel_for(rows, [&](size_t r0, size_t r1) {
+    std::vector<C> qv(a.d), acc(a.d_v), sc(kKeyBlock);
+    for (size_t r = r0; r < r1; ++r) {
+      const size_t qi = r % a.t_q, hq = (r / a.t_q) % a.h_q, bi = r / (a.t_q * a.h_q), hk = hq / group;
+      const T* qr = q.row(bi, hq, qi);
+      for (size_t j = 0; j < a.d; ++j) qv[j] = to_compute(qr[j]);
+      std::fill(acc.begin(), acc.end(), C(0));
+      C mx = -std::numeric_limits<C>::infinity(), sum = 0;
+      const size_t n_keys = a.causal ? qi + shift + 1 : a.t_kv;
+      for (size_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
+        const size_t nb = std::min(kKeyBlock, n_keys - j0);
+        C bmx = mx;
+        for (size_t j = 0; j < nb; ++j) {
+          const C* kr = k.row(bi, hk, j0 + j);
+          C dot = 0;
+          for (size_t e = 0; e < a.d; ++e) dot += qv[e] * kr[e];
+          sc[j] = dot * scale;
+          bmx = sc[j] > bmx ? sc[j] : bmx;
+        }
+        // Rescale what was accumulated under the old max (exp(-inf) = 0 on the first block).
+        const C corr = mx == bmx ? C(1) : fmath::exp(mx - bmx);
+        sum *= corr;
+        for (size_t e = 0; e < a.d_v; ++e) acc[e] *= corr;
+        mx = bmx;
+        for (size_t j = 0; j < nb; ++j) {
+          const C pj = fmath::exp(sc[j] - mx);
+          sum += pj;
+          const C* vr = v.row(bi, hk, j0 + j);
+          for (size_t e = 0; e < a.d_v; ++e) acc[e] += pj * vr[e];
+        }
+      }
+      T* orow = out + r * a.d_v;
+      for (size_t e = 0; e < a.d_v; ++e) orow[e] = cast<T>(acc[e] / sum);
+    }
+  }, row_grain(a.t_kv * (a.d + a.d_v)));
+}
+
+}  // namespace
+
+StoragePtr CpuStorage::attention(const Layout& q_l, const Storage& k_s, const Layout& k_l, const Storage& v_s,
+                                 const Layout& v_l, const AttentionDims& a) const {
+  const size_t n = a.b * a.h_q * a.t_q * a.d_v;
+  auto out = new_storage(n, dtype_);
+  if (n == 0) return out;
+  const CpuStorage& ks = as_cpu(k_s);
+  const CpuStorage& vs = as_cpu(v_s);
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_floating_point_v<T>) {
+      auto q = operand(ptr<T>(), q_l);
+      auto k = operand(ks.ptr<T>(), k_l);
+      auto v = operand(vs.ptr<T>(), v_l);
+      T* o = out->template ptr<T>();
+      if constexpr (std::is_same_v<T, C>) {
+        attention_rows<T, C>(q, k, v, o, a);
+      } else {
+        const auto kc = to_compute_copy(k, a.b, a.h_kv, a.t_kv, a.d);
+        const auto vc = to_compute_copy(v, a.b, a.h_kv, a.t_kv, a.d_v);
+        const int64_t kd = int64_t(a.d), vd = int64_t(a.d_v), t = int64_t(a.t_kv), h = int64_t(a.h_kv);
+        attention_rows<T, C>(q, Operand4<C>{kc.data(), h * t * kd, t * kd, kd},
+                             Operand4<C>{vc.data(), h * t * vd, t * vd, vd}, o, a);
+      }
+      return out;
+    } else {
+      throw Error(ErrorKind::DType, std::string("attention: needs f16, bf16, f32 or f64, got ") + dtype_name(dtype_) +
+                                        "; convert q, k and v with to_dtype(DType::F16)");
+    }
+  });
+}
+
+}  // namespace wick::cpu
