@@ -1,0 +1,424 @@
+// Fused nn ops on the CPU: softmax/log_softmax, rms/layer norm, rope (3 kinds), silu_mul/swiglu,
+// attention. Expected values come from tests/fixtures/nn.json (gen_nn.py: PyTorch or NumPy in
+// f64) or from hand arithmetic here. Fixture inputs are exact in each dtype a case lists.
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace wick;
+using nlohmann::json;
+using wick::test::all_close;
+using wick::test::as_offset;
+using wick::test::as_transposed;
+using wick::test::doubles_from_json;
+
+namespace {
+
+const json& fixture() {
+  static json j = wick::test::load_json_fixture("nn.json");
+  return j;
+}
+
+const DType kFloatDTypes[] = {DType::BF16, DType::F16, DType::F32, DType::F64, DType::F8E4M3};
+
+// {"shape", "data"} -> a CPU tensor of dtype dt (the values are exact in it).
+Tensor tensor_of(const json& j, DType dt) {
+  return Tensor::from_vector(doubles_from_json(j.at("data")), j.at("shape").get<Shape>()).to_dtype(dt);
+}
+
+bool applies(const json& c, DType dt) {
+  for (const auto& d : c.at("dtypes"))
+    if (d.get<std::string>() == dtype_name(dt)) return true;
+  return false;
+}
+
+// Outputs are rounded once to dt; atol covers results near 0 (f8e4m3's subnormal step is 2^-9).
+double atol_for(DType dt) {
+  switch (dt) {
+    case DType::F64: return 1e-12;
+    case DType::F32: return 1e-6;
+    case DType::F8E4M3: return 2e-3;
+    default: return 1e-4;
+  }
+}
+
+::testing::AssertionResult close(const Tensor& got, DType dt, const Shape& shape, const std::vector<double>& want,
+                                 double scale = 1.0) {
+  if (got.dtype() != dt) return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype());
+  if (got.shape() != shape) return ::testing::AssertionFailure() << "shape " << shape_str(got.shape());
+  return all_close(got, want, wick::test::rtol_for(dt) * scale, atol_for(dt) * scale);
+}
+
+// The same values in several layouts: contiguous, offset, and transposed storage (rank >= 2).
+std::vector<std::pair<std::string, Tensor>> layouts(const Tensor& t) {
+  std::vector<std::pair<std::string, Tensor>> v{{"contiguous", t}, {"offset", as_offset(t)}};
+  if (t.rank() >= 2) v.push_back({"transposed", as_transposed(t)});
+  return v;
+}
+
+// A (b, h, t, d) tensor whose storage is (b, t, h, d): strided on the b/h/t dims, unit last dim.
+Tensor as_bthd(const Tensor& t) { return t.transpose(1, 2).contiguous().transpose(1, 2); }
+
+class ByFloat : public ::testing::TestWithParam<DType> {};
+INSTANTIATE_TEST_SUITE_P(Floats, ByFloat, ::testing::ValuesIn(kFloatDTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+class ByAttnFloat : public ::testing::TestWithParam<DType> {};
+INSTANTIATE_TEST_SUITE_P(AttnFloats, ByAttnFloat,
+                         ::testing::Values(DType::BF16, DType::F16, DType::F32, DType::F64),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+
+TEST(NnFixture, HasSourceAndCases) {
+  EXPECT_TRUE(fixture().at("source").get<std::string>().rfind("torch", 0) == 0 ||
+              fixture().at("source").get<std::string>().rfind("numpy", 0) == 0);
+  for (const char* k : {"softmax", "norm", "rope", "silu_mul", "attention"}) EXPECT_GT(fixture().at(k).size(), 3u) << k;
+}
+
+TEST_P(ByFloat, SoftmaxMatchesFixture) {
+  const DType dt = GetParam();
+  int n = 0;
+  for (const json& c : fixture().at("softmax")) {
+    if (!applies(c, dt)) continue;
+    Tensor x0 = tensor_of(c.at("x"), dt);
+    for (auto& [lname, x] : layouts(x0)) {
+      SCOPED_TRACE(c.at("name").get<std::string>() + " " + lname);
+      EXPECT_TRUE(close(x.softmax_last_dim(), dt, x0.shape(), doubles_from_json(c.at("softmax"))));
+      EXPECT_TRUE(close(x.log_softmax_last_dim(), dt, x0.shape(), doubles_from_json(c.at("log_softmax"))));
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 5);
+}
+
+TEST_P(ByFloat, NormMatchesFixture) {
+  const DType dt = GetParam();
+  int n = 0;
+  for (const json& c : fixture().at("norm")) {
+    if (!applies(c, dt)) continue;
+    const double eps = c.at("eps").get<double>();
+    Tensor x0 = tensor_of(c.at("x"), dt), w = tensor_of(c.at("weight"), dt), b = tensor_of(c.at("bias"), dt);
+    for (auto& [lname, x] : layouts(x0)) {
+      SCOPED_TRACE(c.at("name").get<std::string>() + " " + lname);
+      const Shape s = x0.shape();
+      EXPECT_TRUE(close(x.rms_norm(Tensor(), eps), dt, s, doubles_from_json(c.at("rms"))));
+      EXPECT_TRUE(close(x.rms_norm(w, eps), dt, s, doubles_from_json(c.at("rms_w"))));
+      EXPECT_TRUE(close(x.layer_norm(Tensor(), Tensor(), eps), dt, s, doubles_from_json(c.at("ln"))));
+      EXPECT_TRUE(close(x.layer_norm(w, Tensor(), eps), dt, s, doubles_from_json(c.at("ln_w"))));
+      EXPECT_TRUE(close(x.layer_norm(w, b, eps), dt, s, doubles_from_json(c.at("ln_wb"))));
+      // weight and bias as offset views (the backend gets their start offsets)
+      EXPECT_TRUE(close(x.layer_norm(as_offset(w), as_offset(b), eps), dt, s, doubles_from_json(c.at("ln_wb"))));
+      EXPECT_TRUE(close(x.rms_norm(as_offset(w), eps), dt, s, doubles_from_json(c.at("rms_w"))));
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 5);
+}
+
+TEST_P(ByFloat, RopeMatchesFixture) {
+  const DType dt = GetParam();
+  int n = 0;
+  for (const json& c : fixture().at("rope")) {
+    if (!applies(c, dt)) continue;
+    const std::string kind = c.at("kind");
+    Tensor x0 = tensor_of(c.at("x"), dt), cs = tensor_of(c.at("cos"), dt), sn = tensor_of(c.at("sin"), dt);
+    auto run = [&](const Tensor& x, const Tensor& co, const Tensor& si) {
+      return kind == "rope_i" ? x.rope_i(co, si) : kind == "rope" ? x.rope(co, si) : x.rope_thd(co, si);
+    };
+    const std::vector<double> want = doubles_from_json(c.at("out"));
+    std::vector<std::pair<std::string, Tensor>> xs = {{"contiguous", x0}, {"offset", as_offset(x0)},
+                                                       {"strided", as_bthd(x0)}};
+    for (auto& [lname, x] : xs) {
+      SCOPED_TRACE(c.at("name").get<std::string>() + " " + lname);
+      EXPECT_TRUE(close(run(x, cs, sn), dt, x0.shape(), want));
+      ++n;
+    }
+    SCOPED_TRACE(c.at("name").get<std::string>() + " cos/sin offset and transposed");
+    EXPECT_TRUE(close(run(x0, as_offset(cs), as_offset(sn)), dt, x0.shape(), want));
+    EXPECT_TRUE(close(run(x0, as_transposed(cs), as_transposed(sn)), dt, x0.shape(), want));
+  }
+  EXPECT_GE(n, 18);
+}
+
+// rope_thd on (b, t, h, d) is rope on the (b, h, t, d) transpose (candle_nn's definition),
+// checked against the fixture's rope_thd expectation through that transpose.
+TEST_P(ByFloat, RopeThdIsRopeOfTranspose) {
+  const DType dt = GetParam();
+  for (const json& c : fixture().at("rope")) {
+    if (!applies(c, dt) || c.at("kind") != "rope_thd") continue;
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    Tensor x = tensor_of(c.at("x"), dt), cs = tensor_of(c.at("cos"), dt), sn = tensor_of(c.at("sin"), dt);
+    Tensor via_rope = x.transpose(1, 2).rope(cs, sn).transpose(1, 2);
+    EXPECT_TRUE(close(via_rope, dt, x.shape(), doubles_from_json(c.at("out"))));
+  }
+}
+
+TEST_P(ByFloat, SiluMulMatchesFixture) {
+  const DType dt = GetParam();
+  int n = 0;
+  for (const json& c : fixture().at("silu_mul")) {
+    if (!applies(c, dt)) continue;
+    Tensor a0 = tensor_of(c.at("a"), dt), b0 = tensor_of(c.at("b"), dt);
+    const std::vector<double> want = doubles_from_json(c.at("out"));
+    const Shape s = broadcast_shapes(a0.shape(), b0.shape(), "test");
+    for (auto& [la, a] : layouts(a0))
+      for (auto& [lb, b] : layouts(b0)) {
+        SCOPED_TRACE(c.at("name").get<std::string>() + " " + la + " x " + lb);
+        EXPECT_TRUE(close(a.silu_mul(b), dt, s, want));
+        ++n;
+      }
+    // explicitly broadcast views (zero strides) of both operands
+    SCOPED_TRACE(c.at("name").get<std::string>() + " broadcast views");
+    EXPECT_TRUE(close(a0.broadcast_as(s).silu_mul(b0.broadcast_as(s)), dt, s, want));
+    if (a0.shape() == b0.shape()) {
+      // swiglu of [gate | up] along the last dim, contiguous and offset
+      Tensor gu = Tensor::cat({a0, b0}, -1);
+      EXPECT_TRUE(close(gu.swiglu(), dt, s, want));
+      EXPECT_TRUE(close(as_offset(gu).swiglu(), dt, s, want));
+    }
+  }
+  EXPECT_GT(n, 10);
+}
+
+TEST_P(ByAttnFloat, AttentionMatchesFixture) {
+  const DType dt = GetParam();
+  int n = 0;
+  for (const json& c : fixture().at("attention")) {
+    if (!applies(c, dt)) continue;
+    Tensor q = tensor_of(c.at("q"), dt), k = tensor_of(c.at("k"), dt), v = tensor_of(c.at("v"), dt);
+    const bool causal = c.at("causal").get<bool>();
+    std::optional<double> scale;
+    if (!c.at("scale").is_null()) scale = c.at("scale").get<double>();
+    const std::vector<double> want = doubles_from_json(c.at("out"));
+    const Shape s{q.dim(0), q.dim(1), q.dim(2), v.dim(3)};
+    struct L {
+      const char* name;
+      Tensor q, k, v;
+    };
+    const std::vector<L> ls = {{"contiguous", q, k, v},
+                               {"bthd", as_bthd(q), as_bthd(k), as_bthd(v)},
+                               {"offset", as_offset(q), as_offset(k), as_offset(v)},
+                               {"mixed", as_bthd(q), as_offset(k), as_bthd(v)},
+                               // last dim not unit-stride: the core copies it
+                               {"transposed", as_transposed(q), as_transposed(k), v}};
+    for (const L& l : ls) {
+      SCOPED_TRACE(c.at("name").get<std::string>() + " " + l.name);
+      // f32 exps over up to 150 keys: a little more than one rounding
+      EXPECT_TRUE(close(attention(l.q, l.k, l.v, causal, scale), dt, s, want, dt == DType::F32 ? 3.0 : 1.0));
+      ++n;
+    }
+  }
+  EXPECT_GE(n, 40);
+}
+
+// A k/v shared by every batch through a zero stride gives what a materialised copy gives.
+TEST_P(ByAttnFloat, AttentionBroadcastBatch) {
+  const DType dt = GetParam();
+  const json& c = fixture().at("attention").at(0);
+  Tensor q = tensor_of(c.at("q"), dt), k = tensor_of(c.at("k"), dt), v = tensor_of(c.at("v"), dt);
+  Tensor k1 = k.narrow(0, 0, 1), v1 = v.narrow(0, 0, 1);
+  Tensor kb = k1.broadcast_as(k.shape()), vb = v1.broadcast_as(v.shape());
+  Tensor got = attention(q, kb, vb, true);
+  Tensor want = attention(q, kb.contiguous(), vb.contiguous(), true);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_TRUE(all_close(got, wick::test::values(want), 0, 0));
+}
+
+// ---- hand arithmetic
+TEST(NnHand, SoftmaxOfZeroAndLn3) {
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    Tensor x = Tensor::from_vector(std::vector<double>{0.0, std::log(3.0)}, {1, 2}).to_dtype(dt);
+    const double tol = dt == DType::F64 ? 1e-15 : dt == DType::F32 ? 1e-6 : 1e-2;
+    EXPECT_TRUE(all_close(x.softmax_last_dim(), {0.25, 0.75}, tol, tol)) << dtype_name(dt);
+    EXPECT_TRUE(all_close(x.log_softmax_last_dim(), {std::log(0.25), std::log(0.75)}, tol, tol)) << dtype_name(dt);
+  }
+}
+
+TEST(NnHand, SoftmaxSpecialRows) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = Tensor::from_vector(std::vector<double>{-inf, -inf, 1.0, 1.0, 5.0, -inf}, {3, 2});
+  // all -inf -> NaN (as PyTorch: exp(-inf - -inf)); equal entries -> 1/2; -inf -> 0 / -inf
+  EXPECT_TRUE(all_close(x.softmax_last_dim(), {NAN, NAN, 0.5, 0.5, 1.0, 0.0}, 1e-15, 1e-15));
+  EXPECT_TRUE(all_close(x.log_softmax_last_dim(), {NAN, NAN, std::log(0.5), std::log(0.5), 0.0, -inf}, 1e-15, 1e-15));
+  // A single column is always 1 (log 0).
+  Tensor one = Tensor::from_vector(std::vector<float>{-3.f, 7.f}, {2, 1});
+  EXPECT_TRUE(all_close(one.softmax_last_dim(), {1, 1}, 0, 0));
+  EXPECT_TRUE(all_close(one.log_softmax_last_dim(), {0, 0}, 0, 0));
+}
+
+TEST(NnHand, Norms) {
+  Tensor x = Tensor::from_vector(std::vector<double>{3, 4, 1, 2, 5, 9}, {2, 3}).narrow(1, 0, 2).contiguous();
+  // rows [3, 4] and [2, 5]: mean(x^2) = 12.5 and 14.5
+  EXPECT_TRUE(all_close(x.rms_norm(Tensor(), 0.0), {3 / std::sqrt(12.5), 4 / std::sqrt(12.5), 2 / std::sqrt(14.5),
+                                                    5 / std::sqrt(14.5)}, 1e-15, 1e-15));
+  Tensor y = Tensor::from_vector(std::vector<double>{1, 2, 3}, {1, 3});
+  const double r = std::sqrt(1.5);  // 1 / sqrt(var = 2/3)
+  EXPECT_TRUE(all_close(y.layer_norm(Tensor(), Tensor(), 0.0), {-r, 0, r}, 1e-15, 1e-15));
+  Tensor w = Tensor::from_vector(std::vector<double>{2, 3, 4}, {3}), b = Tensor::from_vector(std::vector<double>{1, 1, -1}, {3});
+  EXPECT_TRUE(all_close(y.layer_norm(w, b, 0.0), {1 - 2 * r, 1, 4 * r - 1}, 1e-15, 1e-15));
+  // eps dominates a constant row: (x - mean) = 0 -> bias
+  Tensor c = Tensor::full({2, 4}, 7.0, DType::F32);
+  EXPECT_TRUE(all_close(c.layer_norm(Tensor(), Tensor(), 1e-5), std::vector<double>(8, 0.0), 0, 0));
+  // rms_norm of a constant row: x / |x|
+  EXPECT_TRUE(all_close(c.rms_norm(Tensor(), 0.0), std::vector<double>(8, 1.0), 1e-6, 1e-6));
+}
+
+TEST(NnHand, RopeQuarterTurn) {
+  // One pair rotated by 90 degrees: (x0, x1) -> (-x1, x0).
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 1, 4});
+  Tensor c = Tensor::from_vector(std::vector<float>{0, 1}, {1, 2}), s = Tensor::from_vector(std::vector<float>{1, 0}, {1, 2});
+  // interleaved pairs (1,2) by 90 deg and (3,4) by 0
+  EXPECT_TRUE(all_close(x.rope_i(c, s), {-2, 1, 3, 4}, 0, 0));
+  // halves: pairs (1,3) by 90 deg and (2,4) by 0
+  EXPECT_TRUE(all_close(x.rope(c, s), {-3, 2, 1, 4}, 0, 0));
+  EXPECT_TRUE(all_close(x.rope_thd(c, s), {-3, 2, 1, 4}, 0, 0));
+}
+
+TEST(NnHand, SiluMul) {
+  Tensor a = Tensor::from_vector(std::vector<double>{0, 1, -1}, {3}), b = Tensor::from_vector(std::vector<double>{5, 2, 3}, {3});
+  const double s1 = 1 / (1 + std::exp(-1.0));
+  EXPECT_TRUE(all_close(a.silu_mul(b), {0, 2 * s1, -3 * (1 - s1)}, 1e-15, 1e-15));
+  EXPECT_TRUE(all_close(Tensor::cat({a, b}, 0).swiglu(), {0, 2 * s1, -3 * (1 - s1)}, 1e-15, 1e-15));
+}
+
+TEST(NnHand, Attention) {
+  // One key: the output is its value whatever the scores.
+  Tensor q = Tensor::from_vector(std::vector<double>{1, 2}, {1, 1, 1, 2});
+  Tensor k = Tensor::from_vector(std::vector<double>{5, -7}, {1, 1, 1, 2});
+  Tensor v = Tensor::from_vector(std::vector<double>{3, 4, 5}, {1, 1, 1, 3});
+  EXPECT_TRUE(all_close(attention(q, k, v), {3, 4, 5}, 0, 1e-15));
+  // Two keys with scores 0 and ln 3 (q.k = ln 3 * sqrt(2) under the default 1/sqrt(2)): weights 1/4, 3/4.
+  Tensor k2 = Tensor::from_vector(std::vector<double>{0, 0, std::log(3.0) * std::sqrt(2.0), 0}, {1, 1, 2, 2});
+  Tensor q1 = Tensor::from_vector(std::vector<double>{1, 0}, {1, 1, 1, 2});
+  Tensor v2 = Tensor::from_vector(std::vector<double>{4, 0, 0, 8}, {1, 1, 2, 2});
+  EXPECT_TRUE(all_close(attention(q1, k2, v2), {1, 6}, 1e-14, 1e-14));
+  // causal with t_q = t_kv = 2: the first query sees only the first key.
+  Tensor q2 = Tensor::from_vector(std::vector<double>{1, 0, 1, 0}, {1, 1, 2, 2});
+  EXPECT_TRUE(all_close(attention(q2, k2, v2, true), {4, 0, 1, 6}, 1e-14, 1e-14));
+  // explicit scale 0: uniform weights.
+  EXPECT_TRUE(all_close(attention(q1, k2, v2, false, 0.0), {2, 4}, 1e-15, 1e-15));
+}
+
+// Sizes large enough for the multi-threaded paths: each softmax row sums to 1, each rms_norm row
+// has mean square 1, attention with equal values returns that value.
+TEST(NnHand, LargeInvariants) {
+  Tensor x = Tensor::randn({300, 513}, DType::F32, Device::cpu(), 7).affine(4.0, 0.0);
+  auto sums = x.softmax_last_dim().to_dtype(DType::F64).sum(std::vector<int64_t>{1}, false);
+  EXPECT_TRUE(all_close(sums, std::vector<double>(300, 1.0), 1e-5, 1e-5));
+  Tensor y = x.rms_norm(Tensor(), 0.0).to_dtype(DType::F64);
+  EXPECT_TRUE(all_close(y.mul(y).mean(std::vector<int64_t>{1}, false), std::vector<double>(300, 1.0), 1e-5, 1e-5));
+  Tensor q = Tensor::randn({2, 8, 100, 16}, DType::F32, Device::cpu(), 8);
+  Tensor k = Tensor::randn({2, 2, 300, 16}, DType::F32, Device::cpu(), 9);
+  Tensor v = Tensor::full({2, 2, 300, 4}, 1.5, DType::F32);
+  EXPECT_TRUE(all_close(attention(q, k, v, true), std::vector<double>(2 * 8 * 100 * 4, 1.5), 1e-6, 1e-6));
+}
+
+// ---- empty tensors
+TEST(NnEmpty, AllOps) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor e = Tensor::zeros({0, 5}, dt), e2 = Tensor::zeros({3, 0}, dt);
+    EXPECT_EQ(e.softmax_last_dim().shape(), (Shape{0, 5}));
+    EXPECT_EQ(e2.log_softmax_last_dim().shape(), (Shape{3, 0}));
+    EXPECT_EQ(e.rms_norm(Tensor::ones({5}, dt), 1e-5).shape(), (Shape{0, 5}));
+    EXPECT_EQ(e2.layer_norm(Tensor(), Tensor(), 1e-5).shape(), (Shape{3, 0}));
+    Tensor x = Tensor::zeros({2, 3, 0, 4}, dt);
+    Tensor cs = Tensor::zeros({0, 2}, dt);
+    EXPECT_EQ(x.rope(cs, cs).shape(), x.shape());
+    EXPECT_EQ(x.rope_i(cs, cs).shape(), x.shape());
+    EXPECT_EQ(Tensor::zeros({2, 0, 3, 4}, dt).rope_thd(cs, cs).shape(), (Shape{2, 0, 3, 4}));
+    EXPECT_EQ(e.silu_mul(e).shape(), (Shape{0, 5}));
+    EXPECT_EQ(Tensor::zeros({4, 0}, dt).swiglu().shape(), (Shape{4, 0}));
+    Tensor q = Tensor::zeros({2, 4, 0, 8}, dt), kv = Tensor::zeros({2, 2, 5, 8}, dt);
+    EXPECT_EQ(attention(q, kv, kv).shape(), (Shape{2, 4, 0, 8}));
+    Tensor q0 = Tensor::zeros({0, 4, 3, 8}, dt), kv0 = Tensor::zeros({0, 2, 5, 8}, dt);
+    EXPECT_EQ(attention(q0, kv0, kv0, true).shape(), (Shape{0, 4, 3, 8}));
+  }
+}
+
+// ---- errors
+TEST(NnErrors, DTypes) {
+  Tensor i = Tensor::zeros({2, 4}, DType::I32);
+  EXPECT_THROW(i.softmax_last_dim(), Error);
+  EXPECT_THROW(i.log_softmax_last_dim(), Error);
+  EXPECT_THROW(i.rms_norm(Tensor(), 1e-5), Error);
+  EXPECT_THROW(i.layer_norm(Tensor(), Tensor(), 1e-5), Error);
+  EXPECT_THROW(i.silu_mul(i), Error);
+  EXPECT_THROW(Tensor::zeros({2, 4}, DType::U8).swiglu(), Error);
+  Tensor x = Tensor::zeros({1, 1, 2, 4}, DType::U32);
+  Tensor cs = Tensor::zeros({2, 2}, DType::U32);
+  EXPECT_THROW(x.rope(cs, cs), Error);
+  // f8e4m3 attention is not defined: Error(DType)
+  Tensor q8 = Tensor::zeros({1, 1, 2, 4}, DType::F8E4M3);
+  try {
+    attention(q8, q8, q8);
+    ADD_FAILURE() << "f8 attention did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::DType);
+  }
+  Tensor qi = Tensor::zeros({1, 1, 2, 4}, DType::I64);
+  EXPECT_THROW(attention(qi, qi, qi), Error);
+  // mixed dtypes
+  Tensor a = Tensor::zeros({2, 4}, DType::F32), b = Tensor::zeros({2, 4}, DType::F16);
+  EXPECT_THROW(a.silu_mul(b), Error);
+  EXPECT_THROW(a.rms_norm(Tensor::ones({4}, DType::F16), 1e-5), Error);
+  EXPECT_THROW(a.layer_norm(Tensor::ones({4}, DType::F32), Tensor::ones({4}, DType::F64), 1e-5), Error);
+  Tensor q = Tensor::zeros({1, 2, 3, 4}, DType::F32);
+  EXPECT_THROW(attention(q, q.to_dtype(DType::F16), q), Error);
+  Tensor xr = Tensor::zeros({1, 1, 2, 4}, DType::F32);
+  EXPECT_THROW(xr.rope(Tensor::zeros({2, 2}, DType::F64), Tensor::zeros({2, 2}, DType::F32)), Error);
+}
+
+TEST(NnErrors, Shapes) {
+  Tensor x = Tensor::zeros({2, 4}, DType::F32);
+  auto expect_shape_error = [](auto&& f, const char* what) {
+    try {
+      f();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Shape) << what << ": " << e.what();
+    }
+  };
+  expect_shape_error([&] { x.rms_norm(Tensor::ones({5}, DType::F32), 1e-5); }, "weight size");
+  expect_shape_error([&] { x.rms_norm(Tensor::ones({1, 4}, DType::F32), 1e-5); }, "weight rank");
+  expect_shape_error([&] { x.layer_norm(Tensor(), Tensor::ones({3}, DType::F32), 1e-5); }, "bias size");
+  expect_shape_error([&] { x.rms_norm(Tensor(), -1.0); }, "negative eps");
+  expect_shape_error([&] { Tensor::zeros({}, DType::F32).softmax_last_dim(); }, "scalar softmax");
+  expect_shape_error([&] { Tensor::zeros({2, 5}, DType::F32).swiglu(); }, "odd swiglu");
+  expect_shape_error([&] { x.silu_mul(Tensor::zeros({3, 4}, DType::F32)); }, "silu_mul shapes");
+  // rope
+  Tensor r = Tensor::zeros({1, 2, 3, 6}, DType::F32), cs = Tensor::zeros({3, 3}, DType::F32);
+  expect_shape_error([&] { Tensor::zeros({1, 2, 3, 5}, DType::F32).rope(cs, cs); }, "odd rope dim");
+  expect_shape_error([&] { r.rope(Tensor::zeros({3, 2}, DType::F32), Tensor::zeros({3, 2}, DType::F32)); }, "cos cols");
+  expect_shape_error([&] { r.rope(Tensor::zeros({4, 3}, DType::F32), Tensor::zeros({4, 3}, DType::F32)); }, "cos rows");
+  expect_shape_error([&] { r.rope(cs, Tensor::zeros({1, 3, 3}, DType::F32)); }, "cos != sin shape");
+  expect_shape_error([&] { r.rope(Tensor::zeros({2, 3, 3}, DType::F32), Tensor::zeros({2, 3, 3}, DType::F32)); },
+                     "per-batch cos with the wrong batch");
+  expect_shape_error([&] { r.rope_thd(cs, cs); }, "rope_thd reads dim 1 as t");
+  expect_shape_error([&] { Tensor::zeros({2, 3, 6}, DType::F32).rope_i(cs, cs); }, "rope rank");
+  // attention
+  Tensor q = Tensor::zeros({1, 3, 4, 8}, DType::F32), kv = Tensor::zeros({1, 2, 4, 8}, DType::F32);
+  expect_shape_error([&] { attention(q, kv, kv); }, "h_q not a multiple of h_kv");
+  Tensor q4 = Tensor::zeros({1, 2, 5, 8}, DType::F32);
+  expect_shape_error([&] { attention(q4, kv, kv, true); }, "causal with t_kv < t_q");
+  EXPECT_NO_THROW(attention(q4, kv, kv, false));  // not causal: fine
+  expect_shape_error([&] { attention(q4, kv, Tensor::zeros({1, 2, 3, 8}, DType::F32)); }, "v seq");
+  expect_shape_error([&] { attention(q4, Tensor::zeros({1, 2, 4, 7}, DType::F32), kv); }, "k head dim");
+  expect_shape_error([&] { attention(q4, Tensor::zeros({2, 2, 4, 8}, DType::F32), kv); }, "k batch");
+  expect_shape_error([&] { attention(q4.squeeze(0), kv, kv); }, "rank 3 q");
+  expect_shape_error([&] { attention(q4, kv, kv, false, std::numeric_limits<double>::infinity()); }, "inf scale");
+}
+
+TEST(NnErrors, DeviceMismatch) {
+  std::vector<Device> devs = available_devices();
+  if (devs.size() < 2) GTEST_SKIP() << "needs a second device";
+  Tensor a = Tensor::zeros({2, 4}, DType::F32), g = a.to_device(devs[1]);
+  EXPECT_THROW(a.silu_mul(g), Error);
+  EXPECT_THROW(a.rms_norm(Tensor::ones({4}, DType::F32, devs[1]), 1e-5), Error);
+  Tensor q = Tensor::zeros({1, 2, 3, 4}, DType::F32);
+  EXPECT_THROW(attention(q, q.to_device(devs[1]), q), Error);
+}
