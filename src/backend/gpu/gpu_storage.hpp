@@ -117,6 +117,13 @@ class GpuStorage final : public Storage {
   StoragePtr upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners,
                                  std::optional<double> scale_h, std::optional<double> scale_w) const override;
 
+  // kernels/nn.cu
+  StoragePtr softmax_last_dim(const Layout& l, bool log) const override;
+  StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const override;
+  StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
+                  const Layout& sin_l, const RopeDims& d) const override;
+  StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l) const override;
+
   // kernels/attention.cu (+ blas.cu)
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
                        const AttentionDims& a) const override;

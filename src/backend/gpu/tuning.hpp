@@ -15,10 +15,55 @@ inline constexpr bool kAmd = false;
 // Default block for element-wise and copy kernels.
 inline constexpr int kBlock = 256;
 
+// Row ops of kernels/nn.cu (softmax_last_dim, rms_norm / layer_norm). Unmeasured first
+// choices, the same for both vendors: rows up to kNnSmallRowCols go to groups of <= 32 threads
+// (several rows per block, shuffle-only reductions); longer rows get a block each, sized so that
+// each thread holds about kNnRowElems elements in registers (>= 2 16-byte loads in flight).
+inline constexpr int kNnSmallRowCols = 1024;  // a 32-thread group x 32 registers covers it
+inline constexpr int kNnSmallElems = 8;       // per-thread target that sets a short row's group size
+inline constexpr int kNnSmallBlock = 256;     // threads per block of grouped short rows
+inline constexpr int kNnRowElems = 16;        // per-thread target for a long row
+inline constexpr int kNnMinRowBlock = 128;    // a long row's block: multiple of 64, >= 2 wave64
+inline constexpr int kNnMaxRowBlock = 1024;   // also the block of rows too long for registers
+inline constexpr int kNnMaxGrid = 65535 * 8;  // grid-stride loops cover more rows
+// rope: pairs per thread-block (one pair per thread, grid-stride).
+inline constexpr int kNnRopeBlock = 256;
+
 // attention (kernels/attention.cu): queries per chunk, the cap on a chunk's score buffer
 // (f32 scores of every batch and head), threads per softmax row. Unmeasured first choices.
 inline constexpr int kAttnRows = 512;
 inline constexpr long long kAttnScoreBytes = 256ll << 20;
 inline constexpr int kAttnRowBlock = 256;  // multiple of 64
+
+// Tiled transpose (a copy, cast or binary op whose input is a transposed view): square tiles
+// staged in shared memory so both the read and the write coalesce. A tile row is
+// kTransposeTileBytes wide (64 f32, 32 f64, 128 f16/u8 after the clamp), padded by 4 bytes
+// (one 32-bit bank) against bank conflicts; the largest tile (128 x 130 f16) is 33 KiB, within
+// AMD's 64 KiB LDS. Extents below kTransposeMinExtent take the plain strided path. AMD values
+// unmeasured (LDS has 32 banks of 4 bytes on gfx9 and RDNA, as NVIDIA's shared memory).
+inline constexpr int kTransposeBlock = 256;
+inline constexpr int kTransposeTileBytes = 256;
+inline constexpr int kTransposeTileMin = 32, kTransposeTileMax = 128;
+inline constexpr int kTransposeMinExtent = 8;
+constexpr int transpose_tile(int elem_bytes) {
+  const int t = kTransposeTileBytes / elem_bytes;
+  return t < kTransposeTileMin ? kTransposeTileMin : (t > kTransposeTileMax ? kTransposeTileMax : t);
+}
+
+// Reductions. Blocks of kReduceBlock threads; a grid of at least kReduceBlocksPerSm blocks
+// per SM (CU) before the reduced range is split over blocks (deterministic second pass).
+// Row reductions give each thread about kReduceRowVecs 16-byte vectors of a row; column
+// reductions give each thread at least kReduceColRows rows, kReduceColThreadsX threads across
+// the columns of a block (16-byte vectors each: 512 contiguous bytes per row). Loads are
+// unrolled kReduceUnroll deep so several are in flight per thread. AMD: 256-thread workgroups
+// are four wave64 (eight wave32); CDNA runs up to 2560 threads per CU (unmeasured).
+inline constexpr int kReduceBlock = 256;
+inline constexpr int kReduceBlocksPerSm = kAmd ? 8 : 8;
+inline constexpr int kReduceRowVecs = 4;
+inline constexpr int kReduceColThreadsX = 32;
+inline constexpr int kReduceColRows = 8;
+inline constexpr int kReduceUnroll = 4;
+inline constexpr int kReduceWaves = 4;  // waves of blocks a split reduction aims for (evens out the tail)
+inline constexpr int kReduceSmemBytes = 32 * 1024;  // per-block accumulators of a column reduction
 
 }  // namespace wick::gpu::tune

@@ -1,0 +1,512 @@
+// GPU fused nn ops: softmax / log_softmax over the last dim, rms_norm / layer_norm, rotary
+// embeddings and silu_mul. The math is src/ops/nn.hpp's (as the CPU's src/backend/cpu/nn.cpp).
+//
+// Row ops read each input element from global memory once and write it once: a row is held
+// in registers (E elements per thread, a template, picked on the host from the row length),
+// loaded with 16-byte vectors when the row start is aligned and the length is a multiple of
+// the vector width. Rows of up to tune::kNnSmallRowCols columns go to groups of <= 32 threads
+// (several rows per block, shuffle-only reductions: a group never straddles a warp of 32 or
+// 64 lanes); longer rows get one block each (warp shuffles, then partials through shared
+// memory). Rows too long for the registers take a block that re-reads the row (3 passes).
+// Half types and f8 compute and accumulate in f32, f64 in f64, one rounding at the output.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "backend/gpu/device_utils.cuh"
+#include "backend/gpu/gpu_storage.hpp"
+#include "core/dispatch.hpp"
+#include "ops/nn.hpp"
+#include "ops/numeric.hpp"
+#include "ops/op_dispatch.hpp"
+
+namespace wick::gpu {
+namespace {
+
+// ---- conversions: cast<> / to_compute, with f16 through the hardware's round-to-nearest-even
+// converts (the same bits as the software cast for every non-NaN value; a NaN stays a NaN).
+// The software f16 rounding costs ~15 integer instructions per element, enough to make a
+// bandwidth-bound row op compute-bound.
+template <class T> __device__ __forceinline__ compute_t<T> load_c(T v) {
+  if constexpr (std::is_same_v<T, f16>) {
+#if defined(__CUDA_ARCH__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+    return f;
+#elif defined(__HIP_DEVICE_COMPILE__)
+    return float(__builtin_bit_cast(_Float16, v.bits));
+#else
+    return to_compute(v);
+#endif
+  } else {
+    return to_compute(v);
+  }
+}
+template <class T> __device__ __forceinline__ T store_c(compute_t<T> c) {
+  if constexpr (std::is_same_v<T, f16>) {
+#if defined(__CUDA_ARCH__)
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(c));
+    return f16::from_bits(h);
+#elif defined(__HIP_DEVICE_COMPILE__)
+    return f16::from_bits(__builtin_bit_cast(uint16_t, static_cast<_Float16>(c)));
+#else
+    return cast<T>(c);
+#endif
+  } else {
+    return cast<T>(c);
+  }
+}
+
+// ---- vector loads: V elements of T as one 2- to 16-byte word (p aligned to V * sizeof(T)).
+template <int B> struct RawWord;
+template <> struct RawWord<2> { using type = unsigned short; };
+template <> struct RawWord<4> { using type = unsigned int; };
+template <> struct RawWord<8> { using type = uint2; };
+template <> struct RawWord<16> { using type = uint4; };
+
+// Vector width of the aligned path: 16 bytes, at most 8 elements (f8 reads 8 bytes).
+template <class T> constexpr int kVec = 16 / int(sizeof(T)) < 8 ? 16 / int(sizeof(T)) : 8;
+
+template <class T, int V> __device__ __forceinline__ void load_vec(const T* p, compute_t<T>* x) {
+  if constexpr (V == 1) {
+    x[0] = load_c(p[0]);
+  } else {
+    using W = typename RawWord<sizeof(T) * V>::type;
+    const W w = *reinterpret_cast<const W*>(p);
+    T t[V];
+    __builtin_memcpy(t, &w, sizeof(W));
+#pragma unroll
+    for (int j = 0; j < V; ++j) x[j] = load_c(t[j]);
+  }
+}
+template <class T, int V> __device__ __forceinline__ void store_vec(T* p, const compute_t<T>* c) {
+  if constexpr (V == 1) {
+    p[0] = store_c<T>(c[0]);
+  } else {
+    using W = typename RawWord<sizeof(T) * V>::type;
+    T t[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) t[j] = store_c<T>(c[j]);
+    W w;
+    __builtin_memcpy(&w, t, sizeof(W));
+    *reinterpret_cast<W*>(p) = w;
+  }
+}
+
+bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// ---- reductions over the threads of one row.
+struct SumOp {
+  template <class C> __device__ C operator()(C a, C b) const { return a + b; }
+};
+// A NaN never wins (as the CPU): it reaches the output through the sum instead.
+struct MaxOp {
+  template <class C> __device__ C operator()(C a, C b) const { return b > a ? b : a; }
+};
+
+// v reduced over the g threads of a row; every one of them gets the result (a butterfly of
+// commutative steps gives the same bits in every lane). g <= 32 is a power of two: an aligned
+// lane group inside one warp (32 or 64 lanes), so xor masks below g never leave it. Otherwise
+// g == blockDim.x, a multiple of 64: warps reduce, lane 0s meet in buf, each warp re-reduces
+// the partials. Every thread of the block must call this (uniform control flow). Callers
+// alternate between two bufs, so one barrier per call suffices: a buf is rewritten only after
+// the barrier of a later call, which every reader of the earlier one has passed.
+template <class C, class Op> __device__ __forceinline__ C row_reduce(C v, Op op, C identity, int g, C* buf) {
+  if (g <= 32) {
+    for (int m = g >> 1; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
+    return v;
+  }
+  v = warp_reduce(v, op);
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  if (lane == 0) buf[warp] = v;
+  __syncthreads();
+  const int nw = int(blockDim.x) / kWarpSize;
+  v = lane < nw ? buf[lane] : identity;
+  return warp_reduce(v, op);
+}
+
+// This thread's chunk k of a row (V elements) starts at column (lane + k * g) * V; it exists
+// when the column is below n (a dead row has n = 0). Registers rows have n <= 32768, so int
+// columns; V > 1 needs n % V == 0.
+__device__ __forceinline__ int chunk_col(int k, int lane, int g, int v) { return (lane + k * g) * v; }
+
+// Loads this thread's share of a row; absent chunks read as 0.
+template <class T, int V, int K>
+__device__ __forceinline__ void load_row(const T* p, int n, int lane, int g, compute_t<T>* x) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int col = chunk_col(k, lane, g, V);
+    if (col < n) {
+      load_vec<T, V>(p + col, x + k * V);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[k * V + j] = compute_t<T>(0);
+    }
+  }
+}
+
+// ---- softmax / log_softmax, rows in registers. Rows base.. of a round go to the block's
+// groups of g threads; the loop bound is uniform over the block (barriers inside).
+template <class T, int V, int E>
+__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+    softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int n_cols, int g, bool log) {
+  using C = compute_t<T>;
+  constexpr int K = E / V;
+  __shared__ C red[2][kMaxWarpsPerBlock];
+  const int per_block = int(blockDim.x) / g, lane = int(threadIdx.x) % g, sub = int(threadIdx.x) / g;
+  const int64_t step = int64_t(gridDim.x) * per_block;
+  for (int64_t base = int64_t(blockIdx.x) * per_block; base < rows; base += step) {
+    const int64_t row = base + sub;
+    const int n = row < rows ? n_cols : 0;  // a dead row loads nothing but joins the reductions
+    const int64_t off = (row < rows ? row : 0) * n_cols;
+    C x[E];
+    load_row<T, V, K>(in + off, n, lane, g, x);
+    C mx = -std::numeric_limits<C>::infinity();
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (chunk_col(k, lane, g, V) < n)
+#pragma unroll
+        for (int j = 0; j < V; ++j) mx = MaxOp{}(mx, x[k * V + j]);
+    mx = row_reduce(mx, MaxOp{}, -std::numeric_limits<C>::infinity(), g, red[0]);
+    // softmax keeps exp(x - max) in x: out = that / sum, nn::softmax_out's value without a
+    // second exp. log_softmax keeps x for nn::softmax_out.
+    C s = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (chunk_col(k, lane, g, V) < n)
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const C e = fmath::exp(x[k * V + j] - mx);
+          s += e;
+          if (!log) x[k * V + j] = e;
+        }
+    s = row_reduce(s, SumOp{}, C(0), g, red[1]);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int col = chunk_col(k, lane, g, V);
+      if (col < n) {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          x[k * V + j] = log ? nn::softmax_out(x[k * V + j], mx, s, true) : x[k * V + j] / s;
+        store_vec<T, V>(out + off + col, x + k * V);
+      }
+    }
+  }
+}
+
+// Rows too long for the registers: a block per row reads it three times (max, sum, output).
+template <class T>
+__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+    softmax_long_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t n, bool log) {
+  using C = compute_t<T>;
+  __shared__ C red[2][kMaxWarpsPerBlock];
+  const int g = int(blockDim.x);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* p = in + row * n;
+    T* q = out + row * n;
+    C mx = -std::numeric_limits<C>::infinity();
+    for (int64_t j = threadIdx.x; j < n; j += g) mx = MaxOp{}(mx, load_c(p[j]));
+    mx = row_reduce(mx, MaxOp{}, -std::numeric_limits<C>::infinity(), g, red[0]);
+    C s = 0;
+    for (int64_t j = threadIdx.x; j < n; j += g) s += fmath::exp(load_c(p[j]) - mx);
+    s = row_reduce(s, SumOp{}, C(0), g, red[1]);
+    for (int64_t j = threadIdx.x; j < n; j += g) q[j] = store_c<T>(nn::softmax_out(load_c(p[j]), mx, s, log));
+  }
+}
+
+// ---- rms_norm / layer_norm (w, b may be null: 1 and 0). mean = sum * inv_n (as the CPU);
+// the variance is a second pass around the mean over the registers.
+template <class T, int V, int E>
+__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+    norm_rows_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
+                     int64_t rows, int n_cols, int g, compute_t<T> inv_n, double eps, bool rms) {
+  using C = compute_t<T>;
+  constexpr int K = E / V;
+  __shared__ C red[2][kMaxWarpsPerBlock];
+  int ph = 0;  // which red buffer the next reduction uses (rms_norm has one per row)
+  const int per_block = int(blockDim.x) / g, lane = int(threadIdx.x) % g, sub = int(threadIdx.x) / g;
+  const int64_t step = int64_t(gridDim.x) * per_block;
+  for (int64_t base = int64_t(blockIdx.x) * per_block; base < rows; base += step) {
+    const int64_t row = base + sub;
+    const int n = row < rows ? n_cols : 0;
+    const int64_t off = (row < rows ? row : 0) * n_cols;
+    C x[E];
+    load_row<T, V, K>(in + off, n, lane, g, x);
+    C mean = 0;
+    if (!rms) {
+      C s = 0;
+#pragma unroll
+      for (int k = 0; k < E; ++k) s += x[k];  // absent elements are 0
+      mean = row_reduce(s, SumOp{}, C(0), g, red[ph]) * inv_n;
+      ph ^= 1;
+    }
+    C ss = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      if (chunk_col(k, lane, g, V) < n)
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+          const C dx = x[k * V + j] - mean;
+          ss += dx * dx;
+        }
+    ss = row_reduce(ss, SumOp{}, C(0), g, red[ph]);
+    ph ^= 1;
+    const C rstd = nn::norm_rstd(ss * inv_n, eps);
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int col = chunk_col(k, lane, g, V);
+      if (col < n) {
+        C wv[V], bv[V];
+        if (w) {
+          load_vec<T, V>(w + col, wv);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) wv[j] = C(1);
+        }
+        if (b) {
+          load_vec<T, V>(b + col, bv);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) bv[j] = C(0);
+        }
+#pragma unroll
+        for (int j = 0; j < V; ++j) x[k * V + j] = nn::norm_out(x[k * V + j], mean, rstd, wv[j], bv[j]);
+        store_vec<T, V>(out + off + col, x + k * V);
+      }
+    }
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+    norm_long_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
+                     int64_t rows, int64_t n, compute_t<T> inv_n, double eps, bool rms) {
+  using C = compute_t<T>;
+  __shared__ C red[2][kMaxWarpsPerBlock];
+  int ph = 0;
+  const int g = int(blockDim.x);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* p = in + row * n;
+    T* q = out + row * n;
+    C mean = 0;
+    if (!rms) {
+      C s = 0;
+      for (int64_t j = threadIdx.x; j < n; j += g) s += load_c(p[j]);
+      mean = row_reduce(s, SumOp{}, C(0), g, red[ph]) * inv_n;
+      ph ^= 1;
+    }
+    C ss = 0;
+    for (int64_t j = threadIdx.x; j < n; j += g) {
+      const C dx = load_c(p[j]) - mean;
+      ss += dx * dx;
+    }
+    ss = row_reduce(ss, SumOp{}, C(0), g, red[ph]);
+    ph ^= 1;
+    const C rstd = nn::norm_rstd(ss * inv_n, eps);
+    for (int64_t j = threadIdx.x; j < n; j += g)
+      q[j] = store_c<T>(nn::norm_out(load_c(p[j]), mean, rstd, w ? load_c(w[j]) : C(1), b ? load_c(b[j]) : C(0)));
+  }
+}
+
+// ---- launch plans of the row ops.
+struct RowPlan {
+  int g;      // threads per row
+  int block;  // threads per block
+  int e;      // elements per thread held in registers; 0: the row is too long (long kernel)
+};
+
+int pow2_at_least(int64_t v) {
+  int p = 1;
+  while (p < v && p < (1 << 30)) p <<= 1;
+  return p;
+}
+
+// The most elements per thread that stay in registers without spilling at 1024 threads
+// (64 registers, checked with ptxas -v): 32, but 16 for scalar loads (one predicate and
+// address per element) and 8 for f64.
+template <class T, int V> constexpr int kMaxE = sizeof(compute_t<T>) == 8 ? 8 : V == 1 ? 16 : 32;
+
+template <class T> RowPlan plan_rows(int64_t n, bool vec) {
+  const int max_e = vec ? kMaxE<T, kVec<T>> : kMaxE<T, 1>;
+  auto fit = [&](int64_t threads) {
+    for (int e = 8; e <= max_e; e *= 2)
+      if (threads * e >= n) return e;
+    return 0;
+  };
+  if (n <= tune::kNnSmallRowCols) {
+    int g = pow2_at_least((n + tune::kNnSmallElems - 1) / tune::kNnSmallElems);
+    g = g > 32 ? 32 : g;
+    if (const int e = fit(g)) return {g, tune::kNnSmallBlock, e};
+  }
+  int block = pow2_at_least((n + tune::kNnRowElems - 1) / tune::kNnRowElems);
+  block = block < tune::kNnMinRowBlock ? tune::kNnMinRowBlock : block;
+  for (; block <= tune::kNnMaxRowBlock; block *= 2)
+    if (const int e = fit(block)) return {block, block, e};
+  return {tune::kNnMaxRowBlock, tune::kNnMaxRowBlock, 0};
+}
+
+unsigned row_grid(int64_t rows, const RowPlan& p) {
+  const int64_t per_block = p.e ? p.block / p.g : 1;
+  const int64_t blocks = (rows + per_block - 1) / per_block;
+  return unsigned(blocks < tune::kNnMaxGrid ? blocks : tune::kNnMaxGrid);
+}
+
+// Calls f(integral_constant<V>, integral_constant<E>) for the plan's register count.
+template <class T, int V, class F> void with_e(int e, F&& f) {
+  if (e == 8) f(std::integral_constant<int, V>{}, std::integral_constant<int, 8>{});
+  if constexpr (kMaxE<T, V> >= 16)
+    if (e == 16) f(std::integral_constant<int, V>{}, std::integral_constant<int, 16>{});
+  if constexpr (kMaxE<T, V> >= 32)
+    if (e == 32) f(std::integral_constant<int, V>{}, std::integral_constant<int, 32>{});
+}
+template <class T, class F> void with_row_config(bool vec, int e, F&& f) {
+  if (vec) with_e<T, kVec<T>>(e, f);
+  else with_e<T, 1>(e, f);
+}
+
+// Calls f(T{}) for the float dtypes; integer dtypes are an Error(DType) naming op.
+template <class F> StoragePtr dispatch_float(DType d, const char* op, F&& f) {
+  return dispatch_dtype(d, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (is_float_v<T>) return f(tag);
+    else float_only(op, d);
+  });
+}
+
+// ---- rope: one thread per (x0, x1) pair; I is uint32_t when every index fits.
+template <class T, class I>
+__global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
+                            T* __restrict__ out, I npairs, I half, I h, I t, RopeKind kind, bool per_batch) {
+  using C = compute_t<T>;
+  const I step = I(gridDim.x) * blockDim.x;
+  for (I p = I(blockIdx.x) * blockDim.x + threadIdx.x; p < npairs; p += step) {
+    const I row = p / half, i = p - row * half;
+    I ti, bi;
+    if (kind == RopeKind::HalfSplitThd) {  // row is (b, t, h)
+      const I q = row / h;
+      ti = q % t;
+      bi = q / t;
+    } else {  // row is (b, h, t)
+      ti = row % t;
+      bi = row / (h * t);
+    }
+    const I table = ((per_batch ? bi * t : I(0)) + ti) * half + i;
+    const I base = row * 2 * half;
+    const I f = kind == RopeKind::Interleaved ? base + 2 * i : base + i;
+    const I s = kind == RopeKind::Interleaved ? f + 1 : f + half;
+    const C x0 = load_c(x[f]), x1 = load_c(x[s]);
+    const C c = load_c(cs[table]), sv = load_c(sn[table]);
+    out[f] = store_c<T>(nn::rope_first(x0, x1, c, sv));
+    out[s] = store_c<T>(nn::rope_second(x0, x1, c, sv));
+  }
+}
+
+template <class T> struct SiluMulMap {
+  __device__ T operator()(T a, T b) const { return store_c<T>(nn::SiluMul{}(load_c(a), load_c(b))); }
+};
+
+}  // namespace
+
+StoragePtr GpuStorage::softmax_last_dim(const Layout& l, bool log) const {
+  DeviceGuard dg(ordinal());
+  const int64_t numel = int64_t(l.numel());
+  auto out = new_storage(ordinal(), size_t(numel), dtype_);
+  if (numel == 0) return out;
+  const int64_t n = int64_t(l.shape.back()), rows = numel / n;
+  const char* op = log ? "log_softmax_last_dim" : "softmax_last_dim";
+  return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    const T* in = ptr<T>() + l.offset;
+    T* o = out->template ptr<T>();
+    constexpr size_t vb = sizeof(T) * size_t(kVec<T>);
+    const bool vec = n % kVec<T> == 0 && aligned_to(in, vb) && aligned_to(o, vb);
+    const RowPlan p = plan_rows<T>(n, vec);
+    const unsigned grid = row_grid(rows, p);
+    if (p.e == 0) {
+      softmax_long_kernel<T><<<grid, p.block, 0, stream()>>>(in, o, rows, n, log);
+    } else {
+      with_row_config<T>(vec, p.e, [&](auto v, auto e) {
+        softmax_rows_kernel<T, decltype(v)::value, decltype(e)::value>
+            <<<grid, p.block, 0, stream()>>>(in, o, rows, int(n), p.g, log);
+      });
+    }
+    check_launch(op);
+    return out;
+  });
+}
+
+StoragePtr GpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
+  DeviceGuard dg(ordinal());
+  const int64_t numel = int64_t(l.numel());
+  auto out = new_storage(ordinal(), size_t(numel), dtype_);
+  if (numel == 0) return out;
+  const int64_t n = int64_t(l.shape.back()), rows = numel / n;
+  const char* op = a.rms ? "rms_norm" : "layer_norm";
+  return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* in = ptr<T>() + l.offset;
+    const T* w = a.weight ? as_gpu(*a.weight).template ptr<T>() + a.weight_offset : nullptr;
+    const T* b = a.bias ? as_gpu(*a.bias).template ptr<T>() + a.bias_offset : nullptr;
+    T* o = out->template ptr<T>();
+    const C inv_n = C(1) / C(n);
+    constexpr size_t vb = sizeof(T) * size_t(kVec<T>);
+    const bool vec = n % kVec<T> == 0 && aligned_to(in, vb) && aligned_to(o, vb) && (!w || aligned_to(w, vb)) &&
+                     (!b || aligned_to(b, vb));
+    const RowPlan p = plan_rows<T>(n, vec);
+    const unsigned grid = row_grid(rows, p);
+    if (p.e == 0) {
+      norm_long_kernel<T><<<grid, p.block, 0, stream()>>>(in, w, b, o, rows, n, inv_n, a.eps, a.rms);
+    } else {
+      with_row_config<T>(vec, p.e, [&](auto v, auto e) {
+        norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>
+            <<<grid, p.block, 0, stream()>>>(in, w, b, o, rows, int(n), p.g, inv_n, a.eps, a.rms);
+      });
+    }
+    check_launch(op);
+    return out;
+  });
+}
+
+StoragePtr GpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, const Layout& cos_l,
+                            const Storage& sin_s, const Layout& sin_l, const RopeDims& dm) const {
+  DeviceGuard dg(ordinal());
+  const size_t numel = l.numel();
+  auto out = new_storage(ordinal(), numel, dtype_);
+  if (numel == 0) return out;
+  const char* op = k == RopeKind::Interleaved ? "rope_i" : k == RopeKind::HalfSplit ? "rope" : "rope_thd";
+  return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    const T* x = ptr<T>() + l.offset;
+    const T* cs = as_gpu(cos_s).template ptr<T>() + cos_l.offset;
+    const T* sn = as_gpu(sin_s).template ptr<T>() + sin_l.offset;
+    T* o = out->template ptr<T>();
+    const size_t half = dm.d / 2, npairs = numel / 2;
+    const size_t table = (dm.per_batch ? dm.b : 1) * dm.t * half;
+    const unsigned grid = grid_for(int64_t(npairs), tune::kNnRopeBlock);
+    if (numel < (size_t(1) << 31) && table < (size_t(1) << 31)) {
+      rope_kernel<T, uint32_t><<<grid, tune::kNnRopeBlock, 0, stream()>>>(
+          x, cs, sn, o, uint32_t(npairs), uint32_t(half), uint32_t(dm.h), uint32_t(dm.t), k, dm.per_batch);
+    } else {
+      rope_kernel<T, uint64_t><<<grid, tune::kNnRopeBlock, 0, stream()>>>(
+          x, cs, sn, o, uint64_t(npairs), uint64_t(half), uint64_t(dm.h), uint64_t(dm.t), k, dm.per_batch);
+    }
+    check_launch(op);
+    return out;
+  });
+}
+
+StoragePtr GpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l) const {
+  DeviceGuard dg(ordinal());
+  const GpuStorage& up = as_gpu(up_s);
+  auto out = new_storage(ordinal(), l.numel(), dtype_);
+  return dispatch_float(dtype_, "silu_mul", [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    launch_map(stream(), out->template ptr<T>(), l.shape, SiluMulMap<T>{}, {&l, &up_l}, ptr<T>(), up.ptr<T>());
+    return out;
+  });
+}
+
+}  // namespace wick::gpu
