@@ -37,5 +37,6 @@ void add_reduce_cases(std::vector<Case>& out);
 void add_index_cases(std::vector<Case>& out);
 void add_linalg_cases(std::vector<Case>& out);
 void add_conv_cases(std::vector<Case>& out);
+void add_nn_cases(std::vector<Case>& out);
 
 }  // namespace wick::check

@@ -13,6 +13,7 @@ std::vector<Case> all_cases() {
   add_index_cases(out);
   add_linalg_cases(out);
   add_conv_cases(out);
+  add_nn_cases(out);
   return out;
 }
 

@@ -1,0 +1,106 @@
+// Cases: the fused nn ops. softmax / log_softmax, rms_norm and layer_norm (with and without
+// weight/bias), rope_i / rope / rope_thd (shared and per-batch cos/sin), silu_mul (same shape and
+// broadcast row), swiglu, attention (plain, causal, grouped-query, t_q < t_kv, explicit scale,
+// (b, t, h, d) storage). The Empty layout empties a row dim (rows, or t for rope/attention).
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "check/cases.hpp"
+
+namespace wick::check {
+
+namespace {
+
+const std::vector<DType> kAttnFloats = {DType::BF16, DType::F16, DType::F32, DType::F64};
+
+// Attention shapes of one case: q (b, hq, tq, d), k/v (b, hkv, tkv, d / dv).
+struct AttnShape {
+  const char* name;
+  size_t b, hq, hkv, tq, tkv, d, dv;
+  bool causal;
+  double scale;  // 0: the default 1/sqrt(d)
+};
+
+const AttnShape kAttn[] = {
+    {"self", 2, 4, 4, 9, 9, 16, 16, false, 0},        {"self,causal", 2, 4, 4, 9, 9, 16, 16, true, 0},
+    {"gqa,causal", 2, 4, 2, 7, 7, 8, 8, true, 0},     {"gqa,kv_cache,causal", 2, 6, 2, 5, 70, 8, 16, true, 0},
+    {"mqa,decode", 1, 4, 1, 1, 33, 16, 8, true, 0},   {"gqa,scale=0.3", 2, 4, 2, 6, 11, 8, 12, false, 0.3},
+};
+
+}  // namespace
+
+void add_nn_cases(std::vector<Case>& out) {
+  add(out, "softmax_last_dim", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 65}, 401).softmax_last_dim(), in.x({in.n(3), 1}, 402).softmax_last_dim()};
+  });
+  add(out, "log_softmax_last_dim", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 65}, 403).log_softmax_last_dim(), in.x({in.n(3), 1}, 404).log_softmax_last_dim()};
+  });
+  // Large values: max subtraction keeps exp finite.
+  add(out, "softmax_last_dim", "x*1000", {DType::F32, DType::F64}, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor x = in.x({in.n(4), 33}, 405).affine(1000.0, 0.0);
+    return {x.softmax_last_dim(), x.log_softmax_last_dim()};
+  });
+
+  add(out, "rms_norm", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 64}, 411).rms_norm(Tensor(), 1e-5)};
+  });
+  add(out, "rms_norm", "weight", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 64}, 412).rms_norm(in.x_nb({64}, 413), 1e-6)};
+  });
+  add(out, "layer_norm", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 47}, 414).layer_norm(Tensor(), Tensor(), 1e-5)};
+  });
+  add(out, "layer_norm", "weight", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 47}, 415).layer_norm(in.x_nb({47}, 416), Tensor(), 1e-5)};
+  });
+  add(out, "layer_norm", "weight,bias", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 9, 47}, 417).layer_norm(in.x_nb({47}, 418), in.x_nb({47}, 419), 1e-5)};
+  });
+
+  using RopeFn = Tensor (Tensor::*)(const Tensor&, const Tensor&) const;
+  const std::pair<const char*, RopeFn> ropes[] = {
+      {"rope_i", &Tensor::rope_i}, {"rope", &Tensor::rope}, {"rope_thd", &Tensor::rope_thd}};
+  for (auto [name, fn] : ropes) {
+    const bool thd = std::string(name) == "rope_thd";
+    for (bool per_batch : {false, true})
+      add(out, name, per_batch ? "per_batch" : "", kFloats, [fn, thd, per_batch](Inputs& in) -> std::vector<Tensor> {
+        const size_t b = 2, h = 3, t = in.n(7), d = 16;
+        Tensor x = thd ? in.x({b, t, h, d}, 421) : in.x({b, h, t, d}, 421);
+        const Shape table = per_batch ? Shape{b, t, d / 2} : Shape{t, d / 2};
+        Tensor c = in.x_nb(table, 422, Values::Unit), s = in.x_nb(table, 423, Values::Unit);
+        return {(x.*fn)(c, s)};
+      });
+  }
+
+  add(out, "silu_mul", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 17, 33}, 431).silu_mul(in.x({in.n(5), 17, 33}, 432))};
+  });
+  add(out, "silu_mul", "bcast_row", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 17, 33}, 433).silu_mul(in.x_nb({33}, 434))};
+  });
+  add(out, "swiglu", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    return {in.x({in.n(5), 17, 64}, 435).swiglu()};
+  });
+
+  for (const AttnShape& a : kAttn) {
+    add(out, "attention", a.name, kAttnFloats, [a](Inputs& in) -> std::vector<Tensor> {
+      Tensor q = in.x({a.b, a.hq, in.n(a.tq), a.d}, 441);
+      Tensor k = in.x({a.b, a.hkv, a.tkv, a.d}, 442);
+      Tensor v = in.x({a.b, a.hkv, a.tkv, a.dv}, 443);
+      std::optional<double> scale;
+      if (a.scale != 0) scale = a.scale;
+      return {attention(q, k, v, a.causal, scale)};
+    });
+  }
+  // q/k/v stored (b, t, h, d), as a model's projections produce them: strided b/h/t dims.
+  add(out, "attention", "bthd,gqa,causal", kAttnFloats, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor q = in.x({2, in.n(6), 4, 8}, 444).transpose(1, 2);
+    Tensor k = in.x({2, 10, 2, 8}, 445).transpose(1, 2);
+    Tensor v = in.x({2, 10, 2, 8}, 446).transpose(1, 2);
+    return {attention(q, k, v, true)};
+  });
+}
+
+}  // namespace wick::check
