@@ -20,7 +20,11 @@ static void usage(FILE* f) {
                "  check [--device D] [--op NAME] [--dtype T] [--verbose]\n"
                "                                     op x dtype x layout parity cases; exit 0 when all pass\n"
                "  bench [--device D] [--op NAME] [--json] [--size small|default|large] [--reps R]\n"
-               "                                     timed cases (median of R runs after a warm-up)\n");
+               "                                     timed cases (median of R runs after a warm-up)\n"
+               "  bench --suite torch [--device D] [--op SUBSTR] [--json] [--quick]\n"
+               "                                     the cases bench/vs_torch.py times beside PyTorch\n"
+               "                                     (default device: the first GPU, else cpu; --quick\n"
+               "                                     shrinks every shape for a smoke test)\n");
 }
 
 // Options of the form --name value or --flag.
@@ -79,16 +83,81 @@ static int cmd_check(Args& a) {
   return sum.failed == 0 ? 0 : 1;
 }
 
+// `bench --suite torch`: one JSON array (or a table) of issue 4's cases; a case the device cannot
+// run (Unsupported, out of memory) is reported as skipped, any other failure as an error (exit 1).
+static int cmd_bench_torch(std::vector<Device> devices, const std::string& op, bool json, bool quick) {
+  if (devices.empty()) {
+    for (const Device& d : available_devices())
+      if (!d.is_cpu()) {
+        devices.push_back(d);
+        break;
+      }
+    if (devices.empty()) devices.push_back(Device::cpu());
+  }
+  // A repeat lasts at least this long; quick runs are smoke tests, so shorter.
+  const double min_repeat_s = quick ? 0.005 : 0.02;
+  nlohmann::json out = nlohmann::json::array();
+  bool failed = false;
+  size_t matched = 0;
+  if (!json)
+    std::printf("%-8s %-30s %-10s %-22s %6s %12s %16s\n", "device", "case", "dtype", "shape", "iters", "ms/call",
+                "rate");
+  for (const Device& d : devices)
+    for (const auto& c : check::torch_cases(quick)) {
+      if (!op.empty() && c.name.find(op) == std::string::npos) continue;
+      ++matched;
+      if (json) std::fprintf(stderr, "bench: %s %s ...\n", d.name().c_str(), c.name.c_str());
+      check::TorchResult r = check::run_torch_case(c, d, min_repeat_s);
+      failed = failed || !r.error.empty();
+      if (json) {
+        nlohmann::json j = {{"case", c.name}, {"op", c.op}, {"device", d.name()}, {"dtype", c.dtype},
+                            {"shape", c.shape}, {"bytes", c.bytes}, {"flops", c.flops}, {"unit", r.unit}};
+        if (c.ops_per_call > 0) j["ops_per_call"] = c.ops_per_call;
+        if (!r.skipped.empty() || !r.error.empty()) {
+          j["seconds"] = nullptr;
+          j["value"] = nullptr;
+          j[r.error.empty() ? "skipped" : "error"] = r.error.empty() ? r.skipped : r.error;
+        } else {
+          j["seconds"] = r.seconds;
+          j["iters"] = r.iters;
+          j["value"] = r.value;
+        }
+        out.push_back(j);
+      } else {
+        std::string shape = shape_str(c.shape);
+        if (!r.skipped.empty() || !r.error.empty()) {
+          std::printf("%-8s %-30s %-10s %-22s %s: %s\n", d.name().c_str(), c.name.c_str(), c.dtype.c_str(),
+                      shape.c_str(), r.error.empty() ? "skipped" : "ERROR",
+                      (r.error.empty() ? r.skipped : r.error).c_str());
+        } else {
+          char rate[64];
+          std::snprintf(rate, sizeof rate, "%.3f %s", r.value, r.unit.c_str());
+          std::printf("%-8s %-30s %-10s %-22s %6zu %12.4f %16s\n", d.name().c_str(), c.name.c_str(), c.dtype.c_str(),
+                      shape.c_str(), r.iters, r.seconds * 1e3, rate);
+        }
+        std::fflush(stdout);
+      }
+    }
+  if (json) std::printf("%s\n", out.dump(1).c_str());
+  if (matched == 0) {
+    std::fprintf(stderr, "bench: no torch-suite case matches --op '%s'\n", op.c_str());
+    return 2;
+  }
+  return failed ? 1 : 0;
+}
+
 static int cmd_bench(Args& a) {
   std::vector<Device> devices;
-  std::string op, s;
-  bool json = false;
+  std::string op, s, suite = "default";
+  bool json = false, quick = false;
   int reps = 5;
   check::BenchSize size = check::BenchSize::Default;
   while (a.next(&s)) {
     if (s == "--device") devices.push_back(Device::parse(a.value(s)));
     else if (s == "--op") op = a.value(s);
     else if (s == "--json") json = true;
+    else if (s == "--quick") quick = true;
+    else if (s == "--suite") suite = a.value(s);
     else if (s == "--reps") reps = std::stoi(a.value(s));
     else if (s == "--size") {
       std::string v = a.value(s);
@@ -98,6 +167,10 @@ static int cmd_bench(Args& a) {
       else throw Error(ErrorKind::Argument, "bench: --size takes small, default or large, not '" + v + "'");
     } else throw Error(ErrorKind::Argument, "bench: unknown option '" + s + "'; see wick --help");
   }
+  if (suite == "torch") return cmd_bench_torch(devices, op, json, quick);
+  if (suite != "default")
+    throw Error(ErrorKind::Argument, "bench: --suite takes default or torch, not '" + suite + "'");
+  if (quick) throw Error(ErrorKind::Argument, "bench: --quick belongs to --suite torch; use --size small here");
   if (devices.empty()) devices = available_devices();
   nlohmann::json out = nlohmann::json::array();
   if (!json)

@@ -31,3 +31,36 @@ std::vector<BenchCase> bench_cases(BenchSize size);
 BenchResult run_bench(const BenchCase& c, Device device, int reps);
 
 }  // namespace wick::check
+
+namespace wick::check {
+
+// `wick bench --suite torch`: the cases of issue 4, timed as bench/vs_torch.py times PyTorch.
+// Names do not change with `quick` (only the shapes shrink); vs_torch.py matches on name and op
+// and rebuilds its inputs from `op`, `dtype` and `shape`.
+struct TorchCase {
+  std::string name;   // "exp_f16_16M"
+  std::string op;     // what vs_torch.py runs: "exp", "sum_last", "matmul_decode", ...
+  std::string dtype;  // "f16", "f32->f16"
+  Shape shape;        // as run (matmul: {m, k, n}; attention and rope: {b, h, t, d})
+  double bytes = 0;   // bytes read + written per call (the rate's numerator when flops == 0)
+  double flops = 0;   // floating-point operations per call (then the unit is TFLOP/s)
+  double ops_per_call = 0;  // > 0: a chain of this many ops per call, reported in us/op
+  std::function<std::function<void()>(Device)> setup;
+};
+
+struct TorchResult {
+  std::string skipped;  // why the case did not run (Unsupported, out of memory), else empty
+  std::string error;    // any other failure: a bug in the case or the backend
+  double seconds = 0;   // median time of one call
+  size_t iters = 0;     // calls per timed repeat
+  std::string unit;     // "GB/s", "TFLOP/s" or "us/op"
+  double value = 0;
+};
+
+std::vector<TorchCase> torch_cases(bool quick);
+// 3 warm-up calls, then 7 repeats of N calls between two synchronisations (N makes a repeat last
+// at least min_repeat_s); the median repeat over N is one call's time.
+TorchResult run_torch_case(const TorchCase& c, Device device, double min_repeat_s);
+std::string torch_case_unit(const TorchCase& c);
+
+}  // namespace wick::check
