@@ -324,9 +324,10 @@ int pow2_at_least(int64_t v) {
 }
 
 // The most elements per thread that stay in registers without spilling at 1024 threads
-// (64 registers, checked with ptxas -v): 32, but 16 for scalar loads (one predicate and
-// address per element) and 8 for f64.
-template <class T, int V> constexpr int kMaxE = sizeof(compute_t<T>) == 8 ? 8 : V == 1 ? 16 : 32;
+// (64 registers, checked with ptxas -v; hip-clang's resource remarks for gfx90a): 32, but 8
+// for f64 and for scalar loads 16 (AMD: 8), which keep an address per element.
+template <class T, int V>
+constexpr int kMaxE = sizeof(compute_t<T>) == 8 ? 8 : V == 1 ? (tune::kAmd ? 8 : 16) : 32;
 
 template <class T> RowPlan plan_rows(int64_t n, bool vec) {
   const int max_e = vec ? kMaxE<T, kVec<T>> : kMaxE<T, 1>;
