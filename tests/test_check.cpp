@@ -263,6 +263,7 @@ TEST(CheckCases, CoverTheTensorApi) {
         "index_select", "gather", "scatter", "scatter_add", "scatter_set", "scatter_add_set", "index_add",
         "embedding", "matmul", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
         "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "cat", "stack", "flip", "pad", "tril",
-        "triu", "repeat", "slice_assign"})
+        "triu", "repeat", "slice_assign", "softmax_last_dim", "log_softmax_last_dim", "rms_norm", "layer_norm",
+        "rope_i", "rope", "rope_thd", "silu_mul", "swiglu", "attention"})
     EXPECT_TRUE(ops.count(op)) << "no parity case for " << op;
 }
