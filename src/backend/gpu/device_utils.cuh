@@ -3,6 +3,7 @@
 // passed by value, and the element-wise launcher with its vectorised contiguous path.
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "backend/gpu/runtime.hpp"
@@ -29,6 +30,19 @@ template <class T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
 #else
   return __shfl_xor_sync(0xffffffffu, v, lane_mask, kWarpSize);
 #endif
+}
+
+// shfl_xor for any trivially copyable value (accumulator structs, f16, 8-byte types): moved
+// as 32-bit words.
+template <class T> __device__ __forceinline__ T shfl_xor_any(const T& v, int lane_mask) {
+  constexpr int kWords = int((sizeof(T) + 3) / 4);
+  uint32_t w[kWords] = {};
+  __builtin_memcpy(w, &v, sizeof(T));
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) w[i] = shfl_xor(w[i], lane_mask);
+  T r;
+  __builtin_memcpy(&r, w, sizeof(T));
+  return r;
 }
 
 // Reduces v across the warp with op; every lane gets the result.
@@ -234,6 +248,191 @@ void launch_map_desc(std::index_sequence<K...> ks, gpuStream_t s, Out* out, int6
   map_contig_kernel<<<grid_for(n), kBlock, 0, s>>>(out, n, f, (in + d.offsets[K])...);
 }
 
+// ---- tiled transpose: out (contiguous) = f(in...) where one input's unit-stride dim `a` is not
+// the output's innermost dim `b` (a 2-D transpose, possibly batched). That input's T x T block is
+// read along a into shared memory, then the output block is written along b, so both coalesce.
+// The other inputs are read directly (coalesced when their stride along b is 0 or 1).
+
+template <int N> struct TileDesc {
+  int64_t na, nb;                 // extents of dims a and b
+  int64_t tiles_a, tiles_b, n_tiles;
+  int64_t sa[N], sb[N];           // every input's strides along a and b
+  int64_t out_sa;                 // the output's stride along a (along b it is 1)
+  StridedDesc<N + 1> batch;       // the other dims: inputs 0..N-1, then the output
+};
+
+template <class S> constexpr int tile_pad() { return sizeof(S) >= 4 ? 1 : int(4 / sizeof(S)); }  // one bank
+template <class Out, class S> constexpr int tile_side() {
+  return tune::transpose_tile(int(sizeof(Out) > sizeof(S) ? sizeof(Out) : sizeof(S)));
+}
+
+// Tile t's corner (a0, b0), valid extents (ra, rb) and every operand's offset of that corner.
+template <int N> __device__ __forceinline__ void tile_at(const TileDesc<N>& td, int64_t t, int T, int64_t (&o)[N + 1],
+                                                        int64_t& ra, int64_t& rb) {
+  const int64_t tb = t % td.tiles_b, rest = t / td.tiles_b;
+  const int64_t ta = rest % td.tiles_a, bi = rest / td.tiles_a;
+  td.batch.offsets_of(bi, o);
+  const int64_t a0 = ta * T, b0 = tb * T;
+  for (int k = 0; k < N; ++k) o[k] += a0 * td.sa[k] + b0 * td.sb[k];
+  o[N] += a0 * td.out_sa + b0;
+  ra = td.na - a0 < T ? td.na - a0 : T;
+  rb = td.nb - b0 < T ? td.nb - b0 : T;
+}
+
+// tile[b][a] = src[a + b * sb] over the valid (ra, rb) part; thread (x = a, y = rows of b).
+template <int T, class S>
+__device__ __forceinline__ void tile_stage(S* tile, const S* __restrict__ src, int64_t sb, int64_t ra, int64_t rb) {
+  constexpr int R = tune::kTransposeBlock / T, W = T + tile_pad<S>();
+  const int x = int(threadIdx.x) % T, y = int(threadIdx.x) / T;
+  if (ra == T && rb == T) {
+#pragma unroll 8
+    for (int k = 0; k < T / R; ++k) tile[(y + k * R) * W + x] = src[x + int64_t(y + k * R) * sb];
+  } else if (x < ra) {
+    for (int j = y; j < rb; j += R) tile[j * W + x] = src[x + int64_t(j) * sb];
+  }
+}
+
+// Calls put(a, b) for every valid element of the output block, thread x = b (coalesced).
+template <int T, class Put> __device__ __forceinline__ void tile_emit(int64_t ra, int64_t rb, Put put) {
+  constexpr int R = tune::kTransposeBlock / T;
+  const int x = int(threadIdx.x) % T, y = int(threadIdx.x) / T;
+  if (ra == T && rb == T) {
+#pragma unroll 8
+    for (int k = 0; k < T / R; ++k) put(y + k * R, x);
+  } else if (x < rb) {
+    for (int j = y; j < ra; j += R) put(j, x);
+  }
+}
+
+template <class Out, class F, class A>
+__global__ void map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, const A* __restrict__ a) {
+  constexpr int T = tile_side<Out, A>(), W = T + tile_pad<A>();
+  __shared__ uint64_t raw[(T * W * sizeof(A) + 7) / 8];  // raw: the storage types have default member initialisers
+  A* tile = reinterpret_cast<A*>(raw);
+  for (int64_t t = blockIdx.x; t < td.n_tiles; t += gridDim.x) {
+    int64_t o[2], ra, rb;
+    tile_at<1>(td, t, T, o, ra, rb);
+    tile_stage<T>(tile, a + o[0], td.sb[0], ra, rb);
+    __syncthreads();
+    Out* dst = out + o[1];
+    tile_emit<T>(ra, rb, [&](int i, int j) { dst[i * td.out_sa + j] = f(tile[j * W + i]); });
+    __syncthreads();  // the tile is rewritten by the next round
+  }
+}
+
+// Two inputs, input P staged.
+template <int P, class Out, class F, class A, class B>
+__global__ void map_tile_kernel(Out* __restrict__ out, F f, TileDesc<2> td, const A* __restrict__ a,
+                                const B* __restrict__ b) {
+  using S = std::conditional_t<P == 0, A, B>;
+  constexpr int T = tile_side<Out, S>(), W = T + tile_pad<S>();
+  __shared__ uint64_t raw[(T * W * sizeof(S) + 7) / 8];
+  S* tile = reinterpret_cast<S*>(raw);
+  for (int64_t t = blockIdx.x; t < td.n_tiles; t += gridDim.x) {
+    int64_t o[3], ra, rb;
+    tile_at<2>(td, t, T, o, ra, rb);
+    Out* dst = out + o[2];
+    if constexpr (P == 0) {
+      tile_stage<T>(tile, a + o[0], td.sb[0], ra, rb);
+      __syncthreads();
+      const B* q = b + o[1];
+      const int64_t qa = td.sa[1], qb = td.sb[1];
+      tile_emit<T>(ra, rb, [&](int i, int j) { dst[i * td.out_sa + j] = f(tile[j * W + i], q[i * qa + j * qb]); });
+    } else {
+      tile_stage<T>(tile, b + o[1], td.sb[1], ra, rb);
+      __syncthreads();
+      const A* q = a + o[0];
+      const int64_t qa = td.sa[0], qb = td.sb[0];
+      tile_emit<T>(ra, rb, [&](int i, int j) { dst[i * td.out_sa + j] = f(q[i * qa + j * qb], tile[j * W + i]); });
+    }
+    __syncthreads();
+  }
+}
+
+// Finds the input to stage: the one input whose stride along the output's innermost dim is
+// neither 0 nor 1 while another dim has stride 1 (returned in *p, that dim in *ka). False when
+// no input or more than one is transposed, or the tile would be mostly empty.
+template <int N> bool tile_plan(const StridedDesc<N>& d, int* p, int* ka) {
+  const int L = d.rank - 1;
+  if (L < 1) return false;
+  *p = -1;
+  for (int q = 0; q < N; ++q) {
+    const int64_t sl = d.strides[q][L];
+    if (sl == 0 || sl == 1) continue;
+    int k = -1;
+    for (int j = L - 1; j >= 0 && k < 0; --j)
+      if (d.strides[q][j] == 1) k = j;
+    if (k < 0) continue;  // no unit-stride dim: a tile would not make its reads coalesce
+    if (*p >= 0) return false;
+    *p = q;
+    *ka = k;
+  }
+  return *p >= 0 && d.dims[*ka] >= tune::kTransposeMinExtent && d.dims[L] >= tune::kTransposeMinExtent;
+}
+
+// The tile description of d for tiles of side T, a = dim ka.
+template <int N> TileDesc<N> make_tile_desc(const StridedDesc<N>& d, int ka, int T) {
+  const int L = d.rank - 1;
+  TileDesc<N> td{};
+  int64_t os[kMaxDims];
+  os[L] = 1;
+  for (int j = L - 1; j >= 0; --j) os[j] = os[j + 1] * d.dims[j + 1];
+  td.na = d.dims[ka];
+  td.nb = d.dims[L];
+  for (int k = 0; k < N; ++k) {
+    td.sa[k] = d.strides[k][ka];
+    td.sb[k] = d.strides[k][L];
+  }
+  td.out_sa = os[ka];
+  StridedDesc<N + 1>& b = td.batch;
+  b.rank = 0;
+  int64_t n_batch = 1;
+  for (int k = 0; k < N; ++k) b.offsets[k] = d.offsets[k];
+  b.offsets[N] = 0;
+  for (int j = 0; j < L; ++j) {
+    if (j == ka) continue;
+    b.dims[b.rank] = d.dims[j];
+    for (int k = 0; k < N; ++k) b.strides[k][b.rank] = d.strides[k][j];
+    b.strides[N][b.rank] = os[j];
+    n_batch *= d.dims[j];
+    ++b.rank;
+  }
+  if (b.rank == 0) {
+    b.rank = 1;
+    b.dims[0] = 1;
+    for (int k = 0; k <= N; ++k) b.strides[k][0] = 0;
+  }
+  td.tiles_a = (td.na + T - 1) / T;
+  td.tiles_b = (td.nb + T - 1) / T;
+  td.n_tiles = n_batch * td.tiles_a * td.tiles_b;
+  return td;
+}
+
+inline unsigned tile_grid(int64_t n_tiles) { return unsigned(n_tiles < (int64_t(1) << 20) ? n_tiles : (int64_t(1) << 20)); }
+
+// Launches the tiled kernel when d is a transpose of one input (1 or 2 inputs); false otherwise.
+template <class Out, class F, class A>
+bool launch_map_tile(gpuStream_t s, Out* out, F f, const StridedDesc<1>& d, const A* a) {
+  int p, ka;
+  if (!tile_plan<1>(d, &p, &ka)) return false;
+  const TileDesc<1> td = make_tile_desc<1>(d, ka, tile_side<Out, A>());
+  map_tile_kernel<<<tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s>>>(out, f, td, a);
+  return true;
+}
+template <class Out, class F, class A, class B>
+bool launch_map_tile(gpuStream_t s, Out* out, F f, const StridedDesc<2>& d, const A* a, const B* b) {
+  int p, ka;
+  if (!tile_plan<2>(d, &p, &ka)) return false;
+  if (p == 0) {
+    const TileDesc<2> td = make_tile_desc<2>(d, ka, tile_side<Out, A>());
+    map_tile_kernel<0><<<tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s>>>(out, f, td, a, b);
+  } else {
+    const TileDesc<2> td = make_tile_desc<2>(d, ka, tile_side<Out, B>());
+    map_tile_kernel<1><<<tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s>>>(out, f, td, a, b);
+  }
+  return true;
+}
+
 // Calls launch(desc, base, n) for the layouts ls over `shape`, splitting leading dims until
 // the merged description fits kMaxDims; base is the row-major index of the part's first
 // element and n its element count.
@@ -262,12 +461,15 @@ void for_each_desc(const Shape& shape, const std::array<const Layout*, N>& ls, i
 
 // out[i] = f(in...) over `shape`, inputs read through their layouts; out is contiguous.
 // Launches on stream s. Ranks that do not fit kMaxDims after merging are split (for_each_desc).
-template <class Out, class F, class... In>
+// kTile (1 or 2 inputs): a transposed input goes through the tiled kernel (more code: opt-in).
+template <bool kTile = false, class Out, class F, class... In>
 void launch_map(gpuStream_t s, Out* out, const Shape& shape, F f, const std::array<const Layout*, sizeof...(In)>& ls,
                 const In*... in) {
   constexpr int N = int(sizeof...(In));
   for_each_desc<N>(shape, ls, 0, [&](const StridedDesc<N>& d, int64_t base, int64_t n) {
-    launch_map_desc(std::make_index_sequence<N>{}, s, out + base, n, f, d, in...);
+    bool done = false;
+    if constexpr (kTile && N <= 2) done = launch_map_tile(s, out + base, f, d, in...);
+    if (!done) launch_map_desc(std::make_index_sequence<N>{}, s, out + base, n, f, d, in...);
     check_launch("map");
   });
 }

@@ -78,10 +78,18 @@ void GpuStorage::copy_strided_src(Storage& dst_s, size_t dst_offset, const Layou
           "MemcpyAsync(D2D)");
     return;
   }
-  dispatch_dtype(dtype_, [&](auto tag) {
+  // A copy moves bits: one kernel per element size. Transposed views go through the tiles.
+  auto copy_as = [&](auto tag) {
     using T = decltype(tag);
-    launch_map(stream(), dst.ptr<T>() + dst_offset, src_l.shape, Identity<T>{}, {&src_l}, ptr<T>());
-  });
+    launch_map<true>(stream(), static_cast<T*>(dst.data()) + dst_offset, src_l.shape, Identity<T>{}, {&src_l},
+                     static_cast<const T*>(data()));
+  };
+  switch (es) {
+    case 1: copy_as(uint8_t{}); break;
+    case 2: copy_as(uint16_t{}); break;
+    case 4: copy_as(uint32_t{}); break;
+    default: copy_as(uint64_t{}); break;
+  }
 }
 
 void GpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size_t dst_s_, size_t src_offset,
@@ -107,7 +115,7 @@ StoragePtr GpuStorage::to_dtype(const Layout& l, DType to) const {
     using From = decltype(from_tag);
     dispatch_dtype(to, [&](auto to_tag) {
       using To = decltype(to_tag);
-      launch_map(stream(), out->ptr<To>(), l.shape, CastF<To, From>{}, {&l}, ptr<From>());
+      launch_map<true>(stream(), out->ptr<To>(), l.shape, CastF<To, From>{}, {&l}, ptr<From>());
     });
   });
   return out;
