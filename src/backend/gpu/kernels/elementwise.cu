@@ -97,7 +97,8 @@ StoragePtr GpuStorage::binary(BinaryOp op, const Storage& rhs_s, const Layout& l
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     with_binary_op(op, [&](auto f) {
-      launch_map(stream(), out->ptr<T>(), lhs_l.shape, BinaryMap<T, decltype(f)>{f}, {&lhs_l, &rhs_l}, ptr<T>(),
+      // one operand transposed relative to the other (a + b.t()): staged through a tile
+      launch_map<true>(stream(), out->ptr<T>(), lhs_l.shape, BinaryMap<T, decltype(f)>{f}, {&lhs_l, &rhs_l}, ptr<T>(),
                  rhs.ptr<T>());
     });
   });
