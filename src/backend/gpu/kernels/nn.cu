@@ -342,7 +342,8 @@ template <class T> RowPlan plan_rows(int64_t n, bool vec) {
     if (const int e = fit(g)) return {g, tune::kNnSmallBlock, e};
   }
   int block = pow2_at_least((n + tune::kNnRowElems - 1) / tune::kNnRowElems);
-  block = block < tune::kNnMinRowBlock ? tune::kNnMinRowBlock : block;
+  if (block < tune::kNnMinRowBlock) block = tune::kNnMinRowBlock;
+  if (block > tune::kNnMaxRowBlock) block = tune::kNnMaxRowBlock;
   for (; block <= tune::kNnMaxRowBlock; block *= 2)
     if (const int e = fit(block)) return {block, block, e};
   return {tune::kNnMaxRowBlock, tune::kNnMaxRowBlock, 0};
