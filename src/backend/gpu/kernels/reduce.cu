@@ -11,7 +11,7 @@
 //    memory. Used when the reduced elements are farther apart than the outputs (a dim-0 sum).
 // When that gives too few blocks to fill the GPU, the reduced range is also split into chunks
 // (grid y), each writing a partial accumulator; a last kernel combines each output's partials.
-// Deterministic: every fold order is fixed by the launch shape (no atomics). Min/max/arg carry
+// Deterministic: every fold order is fixed by the launch shape (no atomics). Argmin/argmax carry
 // the index and partials combine by (value, lower index), which gives the CPU's sequential
 // fold (first extreme, first NaN) however the work is split.
 #include <algorithm>
@@ -28,17 +28,8 @@
 namespace wick::gpu {
 namespace {
 
-// Min/max run as their arg counterparts and return the value: with the index carried, partials
-// over interleaved index sets combine exactly like the CPU's sequential fold (first NaN wins).
-template <class T, bool kMax> struct MinMaxByArg : ArgAcc<T, kMax> {
-  using Acc = typename ArgAcc<T, kMax>::Acc;
-  using Out = T;
-  WICK_HD Out finish(const Acc& a) const { return cast<T>(a.v); }
-};
-
 template <class Op> struct IsIndexed : std::false_type {};
 template <class T, bool M> struct IsIndexed<ArgAcc<T, M>> : std::true_type {};
-template <class T, bool M> struct IsIndexed<MinMaxByArg<T, M>> : std::true_type {};
 
 // Folds partial b into a where the two cover interleaved index sets. merge() keeps its left
 // side on ties, so for the indexed accumulators the one holding the lower index goes left.
@@ -371,8 +362,10 @@ StoragePtr GpuStorage::reduce(ReduceOp op, const Layout& l, const std::vector<si
     const int dev = ordinal();
     switch (op) {
       case ReduceOp::Sum: run_reduce(s, dev, SumAcc<T>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
-      case ReduceOp::Max: run_reduce(s, dev, MinMaxByArg<T, true>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
-      case ReduceOp::Min: run_reduce(s, dev, MinMaxByArg<T, false>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
+      // Min/max carry no index: the value is the same whatever the fold order (a NaN, if any,
+      // wins; only its payload bits could differ from the CPU's first NaN).
+      case ReduceOp::Max: run_reduce(s, dev, MaxAcc<T>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
+      case ReduceOp::Min: run_reduce(s, dev, MinAcc<T>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
       case ReduceOp::ArgMax: run_reduce(s, dev, ArgMaxAcc<T>{}, in, out->ptr<uint32_t>(), no, nr, kd, rd); break;
       case ReduceOp::ArgMin: run_reduce(s, dev, ArgMinAcc<T>{}, in, out->ptr<uint32_t>(), no, nr, kd, rd); break;
     }
