@@ -34,6 +34,11 @@ inline constexpr int kNnRopeBlock = 256;
 inline constexpr int kAttnRows = 512;
 inline constexpr long long kAttnScoreBytes = 256ll << 20;
 inline constexpr int kAttnRowBlock = 256;  // multiple of 64
+// Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
+// (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
+// FlashAttention-2's forward tiles for these head dims; unmeasured.
+inline constexpr int kFlashRows = 64;
+inline constexpr int kFlashKeys = 64;
 
 // Tiled transpose (a copy, cast or binary op whose input is a transposed view): square tiles
 // staged in shared memory so both the read and the write coalesce. A tile row is

@@ -12,6 +12,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/gpu/kernels/attention_flash.hpp"
 #include "core/dispatch.hpp"
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
@@ -230,6 +231,16 @@ StoragePtr GpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
   auto out = new_storage(ordinal(), n, dtype_);
   if (n == 0) return out;  // also covers t_kv == 0 (the core refuses it otherwise)
   const Operand q = make_operand(*this, q_l), k = make_operand(as_gpu(k_s), k_l), v = make_operand(as_gpu(v_s), v_l);
+  // f16/bf16 with head dim 64/128 on NVIDIA sm_80+: the fused kernel (attention_flash.cu).
+  const auto flash_op = [](const Operand& o, int64_t es) {
+    return FlashOperand{o.base + o.off * es, o.sb, o.sh, o.st};
+  };
+  const int64_t es = int64_t(dtype_size(dtype_));
+  const FlashOperand fq = flash_op(q, es), fk = flash_op(k, es), fv = flash_op(v, es);
+  if (flash_attention_supported(ctx(), dtype_, fq, fk, fv, a)) {
+    flash_attention(ctx(), dtype_, fq, fk, fv, out->data(), a);
+    return out;
+  }
   dispatch_dtype(dtype_, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float> ||
