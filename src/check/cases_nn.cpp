@@ -26,6 +26,10 @@ const AttnShape kAttn[] = {
     {"self", 2, 4, 4, 9, 9, 16, 16, false, 0},        {"self,causal", 2, 4, 4, 9, 9, 16, 16, true, 0},
     {"gqa,causal", 2, 4, 2, 7, 7, 8, 8, true, 0},     {"gqa,kv_cache,causal", 2, 6, 2, 5, 70, 8, 16, true, 0},
     {"mqa,decode", 1, 4, 1, 1, 33, 16, 8, true, 0},   {"gqa,scale=0.3", 2, 4, 2, 6, 11, 8, 12, false, 0.3},
+    // Head dims 64/128 take the fused flash kernel on NVIDIA sm_80+ (f16/bf16): partial query and
+    // key tiles, diagonal tiles, decode, grouped heads.
+    {"d64,causal", 1, 2, 2, 70, 70, 64, 64, true, 0},  {"d128,decode", 2, 2, 1, 1, 130, 128, 128, true, 0},
+    {"d128,gqa", 1, 4, 2, 100, 100, 128, 128, false, 0}, {"d64,kv_cache,causal", 2, 2, 1, 70, 150, 64, 64, true, 0.2},
 };
 
 }  // namespace
@@ -99,6 +103,12 @@ void add_nn_cases(std::vector<Case>& out) {
     Tensor q = in.x({2, in.n(6), 4, 8}, 444).transpose(1, 2);
     Tensor k = in.x({2, 10, 2, 8}, 445).transpose(1, 2);
     Tensor v = in.x({2, 10, 2, 8}, 446).transpose(1, 2);
+    return {attention(q, k, v, true)};
+  });
+  add(out, "attention", "bthd,d64,causal", kAttnFloats, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor q = in.x({1, in.n(67), 4, 64}, 447).transpose(1, 2);
+    Tensor k = in.x({1, 67, 2, 64}, 448).transpose(1, 2);
+    Tensor v = in.x({1, 67, 2, 64}, 449).transpose(1, 2);
     return {attention(q, k, v, true)};
   });
 }
