@@ -24,41 +24,6 @@
 namespace wick::gpu {
 namespace {
 
-// ---- conversions: cast<> / to_compute, with f16 through the hardware's round-to-nearest-even
-// converts (the same bits as the software cast for every non-NaN value; a NaN stays a NaN).
-// The software f16 rounding costs ~15 integer instructions per element, enough to make a
-// bandwidth-bound row op compute-bound.
-template <class T> __device__ __forceinline__ compute_t<T> load_c(T v) {
-  if constexpr (std::is_same_v<T, f16>) {
-#if defined(__CUDA_ARCH__)
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
-    return f;
-#elif defined(__HIP_DEVICE_COMPILE__)
-    return float(__builtin_bit_cast(_Float16, v.bits));
-#else
-    return to_compute(v);
-#endif
-  } else {
-    return to_compute(v);
-  }
-}
-template <class T> __device__ __forceinline__ T store_c(compute_t<T> c) {
-  if constexpr (std::is_same_v<T, f16>) {
-#if defined(__CUDA_ARCH__)
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(c));
-    return f16::from_bits(h);
-#elif defined(__HIP_DEVICE_COMPILE__)
-    return f16::from_bits(__builtin_bit_cast(uint16_t, static_cast<_Float16>(c)));
-#else
-    return cast<T>(c);
-#endif
-  } else {
-    return cast<T>(c);
-  }
-}
-
 // ---- vector loads: V elements of T as one 2- to 16-byte word (p aligned to V * sizeof(T)).
 template <int B> struct RawWord;
 template <> struct RawWord<2> { using type = unsigned short; };
@@ -71,24 +36,24 @@ template <class T> constexpr int kVec = 16 / int(sizeof(T)) < 8 ? 16 / int(sizeo
 
 template <class T, int V> __device__ __forceinline__ void load_vec(const T* p, compute_t<T>* x) {
   if constexpr (V == 1) {
-    x[0] = load_c(p[0]);
+    x[0] = to_compute(p[0]);
   } else {
     using W = typename RawWord<sizeof(T) * V>::type;
     const W w = *reinterpret_cast<const W*>(p);
     T t[V];
     __builtin_memcpy(t, &w, sizeof(W));
 #pragma unroll
-    for (int j = 0; j < V; ++j) x[j] = load_c(t[j]);
+    for (int j = 0; j < V; ++j) x[j] = to_compute(t[j]);
   }
 }
 template <class T, int V> __device__ __forceinline__ void store_vec(T* p, const compute_t<T>* c) {
   if constexpr (V == 1) {
-    p[0] = store_c<T>(c[0]);
+    p[0] = cast<T>(c[0]);
   } else {
     using W = typename RawWord<sizeof(T) * V>::type;
     T t[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j) t[j] = store_c<T>(c[j]);
+    for (int j = 0; j < V; ++j) t[j] = cast<T>(c[j]);
     W w;
     __builtin_memcpy(&w, t, sizeof(W));
     *reinterpret_cast<W*>(p) = w;
@@ -183,13 +148,14 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
           if (!log) x[k * V + j] = e;
         }
     s = row_reduce(s, SumOp{}, C(0), g, red[1]);
+    const C inv_s = C(1) / s;  // a multiply per element instead of a divide (<= 1 ulp of C apart)
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       const int col = chunk_col(k, lane, g, V);
       if (col < n) {
 #pragma unroll
         for (int j = 0; j < V; ++j)
-          x[k * V + j] = log ? nn::softmax_out(x[k * V + j], mx, s, true) : x[k * V + j] / s;
+          x[k * V + j] = log ? nn::softmax_out(x[k * V + j], mx, s, true) : x[k * V + j] * inv_s;
         store_vec<T, V>(out + off + col, x + k * V);
       }
     }
@@ -207,12 +173,12 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
     const T* p = in + row * n;
     T* q = out + row * n;
     C mx = -std::numeric_limits<C>::infinity();
-    for (int64_t j = threadIdx.x; j < n; j += g) mx = MaxOp{}(mx, load_c(p[j]));
+    for (int64_t j = threadIdx.x; j < n; j += g) mx = MaxOp{}(mx, to_compute(p[j]));
     mx = row_reduce(mx, MaxOp{}, -std::numeric_limits<C>::infinity(), g, red[0]);
     C s = 0;
-    for (int64_t j = threadIdx.x; j < n; j += g) s += fmath::exp(load_c(p[j]) - mx);
+    for (int64_t j = threadIdx.x; j < n; j += g) s += fmath::exp(to_compute(p[j]) - mx);
     s = row_reduce(s, SumOp{}, C(0), g, red[1]);
-    for (int64_t j = threadIdx.x; j < n; j += g) q[j] = store_c<T>(nn::softmax_out(load_c(p[j]), mx, s, log));
+    for (int64_t j = threadIdx.x; j < n; j += g) q[j] = cast<T>(nn::softmax_out(to_compute(p[j]), mx, s, log));
   }
 }
 
@@ -293,20 +259,20 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
     C mean = 0;
     if (!rms) {
       C s = 0;
-      for (int64_t j = threadIdx.x; j < n; j += g) s += load_c(p[j]);
+      for (int64_t j = threadIdx.x; j < n; j += g) s += to_compute(p[j]);
       mean = row_reduce(s, SumOp{}, C(0), g, red[ph]) * inv_n;
       ph ^= 1;
     }
     C ss = 0;
     for (int64_t j = threadIdx.x; j < n; j += g) {
-      const C dx = load_c(p[j]) - mean;
+      const C dx = to_compute(p[j]) - mean;
       ss += dx * dx;
     }
     ss = row_reduce(ss, SumOp{}, C(0), g, red[ph]);
     ph ^= 1;
     const C rstd = nn::norm_rstd(ss * inv_n, eps);
     for (int64_t j = threadIdx.x; j < n; j += g)
-      q[j] = store_c<T>(nn::norm_out(load_c(p[j]), mean, rstd, w ? load_c(w[j]) : C(1), b ? load_c(b[j]) : C(0)));
+      q[j] = cast<T>(nn::norm_out(to_compute(p[j]), mean, rstd, w ? to_compute(w[j]) : C(1), b ? to_compute(b[j]) : C(0)));
   }
 }
 
@@ -398,15 +364,15 @@ __global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, c
     const I base = row * 2 * half;
     const I f = kind == RopeKind::Interleaved ? base + 2 * i : base + i;
     const I s = kind == RopeKind::Interleaved ? f + 1 : f + half;
-    const C x0 = load_c(x[f]), x1 = load_c(x[s]);
-    const C c = load_c(cs[table]), sv = load_c(sn[table]);
-    out[f] = store_c<T>(nn::rope_first(x0, x1, c, sv));
-    out[s] = store_c<T>(nn::rope_second(x0, x1, c, sv));
+    const C x0 = to_compute(x[f]), x1 = to_compute(x[s]);
+    const C c = to_compute(cs[table]), sv = to_compute(sn[table]);
+    out[f] = cast<T>(nn::rope_first(x0, x1, c, sv));
+    out[s] = cast<T>(nn::rope_second(x0, x1, c, sv));
   }
 }
 
 template <class T> struct SiluMulMap {
-  __device__ T operator()(T a, T b) const { return store_c<T>(nn::SiluMul{}(load_c(a), load_c(b))); }
+  __device__ T operator()(T a, T b) const { return cast<T>(nn::SiluMul{}(to_compute(a), to_compute(b))); }
 };
 
 }  // namespace
