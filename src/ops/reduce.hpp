@@ -7,6 +7,7 @@
 // Merging only ever puts later indices on the right, so "first occurrence wins" is kept
 // however the work is split.
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "ops/numeric.hpp"
@@ -84,6 +85,24 @@ template <class T, bool kMax> struct ArgAcc {
     if (b.any && (!a.any || MinMaxAcc<T, kMax>::better(b.v, a.v))) a = b;
   }
   WICK_HD Out finish(const Acc& a) const { return a.i; }
+};
+
+// Max/min as a bare value, starting from the identity (-inf/+inf, an integer type's bounds): no
+// "seen" flag and one compare per element, for the GPU's split folds. Any fold order gives the
+// same value as MinMaxAcc over a non-empty set (only a NaN's payload could differ).
+template <class T, bool kMax> struct MinMaxValueAcc {
+  using C = compute_t<T>;
+  using Acc = C;
+  using Out = T;
+  WICK_HD Acc init() const {
+    if constexpr (std::is_floating_point_v<C>) return kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    else return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+  }
+  WICK_HD void merge(Acc& a, const Acc& b) const {
+    if (is_nan_val(b) || (kMax ? b > a : b < a)) a = b;  // a NaN in a stays: no b compares above it
+  }
+  WICK_HD void add(Acc& a, T x, uint32_t = 0) const { merge(a, to_compute(x)); }
+  WICK_HD Out finish(const Acc& a) const { return cast<T>(a); }
 };
 
 template <class T> using MaxAcc = MinMaxAcc<T, true>;

@@ -94,7 +94,11 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
   const int64_t b0 = lo + head, nv = (hi - b0) / V;
   const VecOf<T, V>* vp = reinterpret_cast<const VecOf<T, V>*>(p + b0);
   constexpr int kCascade = kSumCascade / (U * V) > 1 ? kSumCascade / (U * V) : 1;  // iterations per partial
-  typename Op::Acc t = op.init();
+  // One partial per unrolled load: U independent dependency chains instead of one long one
+  // (a single chain of adds/compares is latency-bound). combine() orders indexed partials.
+  typename Op::Acc t[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) t[u] = op.init();
   int since = 0;
   for (int64_t v = lane; v < nv; v += int64_t(g) * U) {
     VecOf<T, V> x[U];
@@ -106,16 +110,20 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
       const int64_t vi = v + int64_t(u) * g;
       if (vi < nv) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) op.add(t, x[u].v[e], uint32_t(b0 + vi * V + e));
+        for (int e = 0; e < V; ++e) op.add(t[u], x[u].v[e], uint32_t(b0 + vi * V + e));
       }
     }
     if (++since == kCascade) {
-      op.merge(a, t);  // t holds later indices than a: merge keeps the first of equals
-      t = op.init();
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        combine(op, a, t[u]);
+        t[u] = op.init();
+      }
       since = 0;
     }
   }
-  op.merge(a, t);
+#pragma unroll
+  for (int u = 0; u < U; ++u) combine(op, a, t[u]);
   for (int64_t j = b0 + nv * V + lane; j < hi; j += g) op.add(a, p[j], uint32_t(j));
 }
 
@@ -364,8 +372,8 @@ StoragePtr GpuStorage::reduce(ReduceOp op, const Layout& l, const std::vector<si
       case ReduceOp::Sum: run_reduce(s, dev, SumAcc<T>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
       // Min/max carry no index: the value is the same whatever the fold order (a NaN, if any,
       // wins; only its payload bits could differ from the CPU's first NaN).
-      case ReduceOp::Max: run_reduce(s, dev, MaxAcc<T>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
-      case ReduceOp::Min: run_reduce(s, dev, MinAcc<T>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
+      case ReduceOp::Max: run_reduce(s, dev, MinMaxValueAcc<T, true>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
+      case ReduceOp::Min: run_reduce(s, dev, MinMaxValueAcc<T, false>{}, in, out->ptr<T>(), no, nr, kd, rd); break;
       case ReduceOp::ArgMax: run_reduce(s, dev, ArgMaxAcc<T>{}, in, out->ptr<uint32_t>(), no, nr, kd, rd); break;
       case ReduceOp::ArgMin: run_reduce(s, dev, ArgMinAcc<T>{}, in, out->ptr<uint32_t>(), no, nr, kd, rd); break;
     }
