@@ -133,4 +133,33 @@ TEST(GpuReduce, ArgOpsOverAnyDimMatchTheCpu) {
   }
 }
 
+// Rows longer than the parity cases reach: softmax's two-pass online kernel (>= 16384 columns,
+// vector and scalar loads) and the norms' re-reading kernel, with -inf, NaN and all -inf rows.
+TEST(GpuNn, LongRowsMatchTheCpu) {
+  for (size_t n : {size_t(16384), size_t(20001), size_t(40000)}) {
+    std::vector<float> v(4 * n);
+    Tensor r = Tensor::randn({4 * n}, DType::F32, Device::cpu(), 11).affine(8, 0);
+    std::vector<float> rv = r.to_vector<float>();
+    for (size_t i = 0; i < 4 * n; ++i) v[i] = rv[i];
+    for (size_t j = 0; j < n / 2; ++j) v[n + j] = -INFINITY;  // row 1: a -inf first half
+    v[2 * n + n - 1] = NAN;                                    // row 2: a NaN at the end
+    for (size_t j = 0; j < n; ++j) v[3 * n + j] = -INFINITY;  // row 3: nothing finite -> NaN
+    Tensor x = Tensor::from_vector(v, {4, n});
+    for (DType d : {DType::F32, DType::F16}) {
+      Tensor xc = x.to_dtype(d), xg = xc.to_device(gpu());
+      const double tol = d == DType::F32 ? 1e-5 : 2e-3;
+      EXPECT_TRUE(all_close(xg.softmax_last_dim(), values(xc.softmax_last_dim()), tol, 1e-7)) << n;
+      EXPECT_TRUE(all_close(xg.log_softmax_last_dim(), values(xc.log_softmax_last_dim()), tol, tol)) << n;
+      Tensor xf = xc.narrow(0, 0, 1);  // finite rows only for the norms
+      Tensor w = Tensor::randn({n}, d, Device::cpu(), 12);
+      EXPECT_TRUE(all_close(xf.to_device(gpu()).rms_norm(w.to_device(gpu()), 1e-5), values(xf.rms_norm(w, 1e-5)), tol,
+                            tol))
+          << n;
+      EXPECT_TRUE(all_close(xf.to_device(gpu()).layer_norm(w.to_device(gpu()), w.to_device(gpu()), 1e-5),
+                            values(xf.layer_norm(w, w, 1e-5)), tol, tol))
+          << n;
+    }
+  }
+}
+
 }  // namespace

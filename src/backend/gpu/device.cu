@@ -152,12 +152,14 @@ DeviceInfo device_info(int ordinal) {
 
 DeviceGuard::DeviceGuard(int ordinal) : previous(0) {
   (void)gpuGetDevice(&previous);
-  if (previous != ordinal) check(gpuSetDevice(ordinal), "SetDevice");
+  if (previous != ordinal) {
+    check(gpuSetDevice(ordinal), "SetDevice");
+    changed = true;
+  }
 }
+// The common case (already on the device) costs no runtime call here: host overhead per op.
 DeviceGuard::~DeviceGuard() {
-  int now = previous;
-  (void)gpuGetDevice(&now);
-  if (now != previous) (void)gpuSetDevice(previous);  // the common case (one GPU) costs no set
+  if (changed) (void)gpuSetDevice(previous);
 }
 
 void throw_if_index_error(DeviceContext& ctx, const std::string& what) {

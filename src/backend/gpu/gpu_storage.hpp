@@ -30,6 +30,7 @@ struct DeviceGuard {
   explicit DeviceGuard(int ordinal);
   ~DeviceGuard();
   int previous;
+  bool changed = false;  // whether the constructor switched devices (then the destructor restores)
 };
 
 // Memory from the device's caching allocator; returned to the cache when freed.

@@ -25,7 +25,11 @@ inline constexpr int kNnSmallBlock = 256;     // threads per block of grouped sh
 inline constexpr int kNnRowElems = 16;        // per-thread target for a long row
 inline constexpr int kNnMinRowBlock = 128;    // a long row's block: multiple of 64, >= 2 wave64
 inline constexpr int kNnMaxRowBlock = 1024;   // also the block of rows too long for registers
-inline constexpr int kNnMaxGrid = 65535 * 8;  // grid-stride loops cover more rows
+inline constexpr int kNnMaxGrid = 65535 * 8;
+// softmax rows of this many columns or more take the two-pass online kernel (a block per row,
+// few registers, two blocks per SM) instead of holding the row in registers. NVIDIA: chosen
+// from the H200 run where a 32000-column f16 row in registers reached 56% of copy bandwidth.
+inline constexpr int kNnOnlineCols = 16384;  // grid-stride loops cover more rows
 // rope: pairs per thread-block (one pair per thread, grid-stride).
 inline constexpr int kNnRopeBlock = 256;
 

@@ -162,23 +162,54 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
   }
 }
 
-// Rows too long for the registers: a block per row reads it three times (max, sum, output).
-template <class T>
+// Long rows (tune::kNnOnlineCols and up, and any row too long for the registers): a block per
+// row, two passes. The first keeps a running (max, sum of exp(x - max)) per thread, rescaling
+// the sum once per V-element chunk; the second re-reads the row, which the first has just
+// brought into L2, and writes the output. Few registers, so two 1024-thread blocks share an
+// SM and one row's reads overlap another's writes (a register-held 32000-column row fills an
+// SM alone and leaves its memory pipe idle between phases).
+template <class T, int V>
 __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
-    softmax_long_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t n, bool log) {
+    softmax_online_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t n, bool log) {
   using C = compute_t<T>;
+  constexpr C kNegInf = -std::numeric_limits<C>::infinity();
   __shared__ C red[2][kMaxWarpsPerBlock];
   const int g = int(blockDim.x);
+  const int64_t nv = n / V;  // V > 1 only when n % V == 0 and the rows are aligned
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* p = in + row * n;
     T* q = out + row * n;
-    C mx = -std::numeric_limits<C>::infinity();
-    for (int64_t j = threadIdx.x; j < n; j += g) mx = MaxOp{}(mx, to_compute(p[j]));
-    mx = row_reduce(mx, MaxOp{}, -std::numeric_limits<C>::infinity(), g, red[0]);
-    C s = 0;
-    for (int64_t j = threadIdx.x; j < n; j += g) s += fmath::exp(to_compute(p[j]) - mx);
-    s = row_reduce(s, SumOp{}, C(0), g, red[1]);
-    for (int64_t j = threadIdx.x; j < n; j += g) q[j] = cast<T>(nn::softmax_out(to_compute(p[j]), mx, s, log));
+    C m = kNegInf, l = C(0);
+    for (int64_t i = threadIdx.x; i < nv; i += g) {
+      C x[V];
+      load_vec<T, V>(p + i * V, x);
+      C cm = m;
+#pragma unroll
+      for (int j = 0; j < V; ++j) cm = MaxOp{}(cm, x[j]);
+      if (cm == kNegInf) {  // nothing finite yet: only a NaN can matter (it makes the row NaN)
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+          if (x[j] != x[j]) l = x[j];
+        continue;
+      }
+      if (m != kNegInf) l *= fmath::exp(m - cm);  // else l is 0, or NaN from an earlier chunk
+#pragma unroll
+      for (int j = 0; j < V; ++j) l += fmath::exp(x[j] - cm);
+      m = cm;
+    }
+    const C mx = row_reduce(m, MaxOp{}, kNegInf, g, red[0]);
+    // This thread's sum rescaled to the row max (l is 0 or NaN when it saw nothing finite); a
+    // row with nothing finite gives l * exp(NaN): NaN, as the CPU.
+    const C mine = (m == kNegInf && mx != kNegInf) ? l : l * fmath::exp(m - mx);
+    const C sum = row_reduce(mine, SumOp{}, C(0), g, red[1]);
+    const C inv_s = C(1) / sum;
+    for (int64_t i = threadIdx.x; i < nv; i += g) {
+      C x[V];
+      load_vec<T, V>(p + i * V, x);
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[j] = log ? nn::softmax_out(x[j], mx, sum, true) : fmath::exp(x[j] - mx) * inv_s;
+      store_vec<T, V>(q + i * V, x);
+    }
   }
 }
 
@@ -391,10 +422,14 @@ StoragePtr GpuStorage::softmax_last_dim(const Layout& l, bool log) const {
     constexpr size_t vb = sizeof(T) * size_t(kVec<T>);
     const bool vec = n % kVec<T> == 0 && aligned_to(in, vb) && aligned_to(o, vb);
     const RowPlan p = plan_rows<T>(n, vec);
-    const unsigned grid = row_grid(rows, p);
-    if (p.e == 0) {
-      softmax_long_kernel<T><<<grid, p.block, 0, stream()>>>(in, o, rows, n, log);
+    if (p.e == 0 || n >= tune::kNnOnlineCols) {
+      const unsigned grid = unsigned(rows < tune::kNnMaxGrid ? rows : tune::kNnMaxGrid);
+      if (vec)
+        softmax_online_kernel<T, kVec<T>><<<grid, tune::kNnMaxRowBlock, 0, stream()>>>(in, o, rows, n, log);
+      else
+        softmax_online_kernel<T, 1><<<grid, tune::kNnMaxRowBlock, 0, stream()>>>(in, o, rows, n, log);
     } else {
+      const unsigned grid = row_grid(rows, p);
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
         softmax_rows_kernel<T, decltype(v)::value, decltype(e)::value>
             <<<grid, p.block, 0, stream()>>>(in, o, rows, int(n), p.g, log);
