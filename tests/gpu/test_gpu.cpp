@@ -151,12 +151,15 @@ TEST(GpuNn, LongRowsMatchTheCpu) {
       EXPECT_TRUE(all_close(xg.softmax_last_dim(), values(xc.softmax_last_dim()), tol, 1e-7)) << n;
       EXPECT_TRUE(all_close(xg.log_softmax_last_dim(), values(xc.log_softmax_last_dim()), tol, tol)) << n;
       Tensor xf = xc.narrow(0, 0, 1);  // finite rows only for the norms
+      // f32 norms: the CPU and GPU sum 40000 squares in different orders (relative ~1e-5 apart,
+      // seen on an H200), and b + (x - mean) * rstd * w cancels to small values.
+      const double ntol = d == DType::F32 ? 1e-4 : tol;
       Tensor w = Tensor::randn({n}, d, Device::cpu(), 12);
-      EXPECT_TRUE(all_close(xf.to_device(gpu()).rms_norm(w.to_device(gpu()), 1e-5), values(xf.rms_norm(w, 1e-5)), tol,
-                            tol))
+      EXPECT_TRUE(all_close(xf.to_device(gpu()).rms_norm(w.to_device(gpu()), 1e-5), values(xf.rms_norm(w, 1e-5)), ntol,
+                            ntol))
           << n;
       EXPECT_TRUE(all_close(xf.to_device(gpu()).layer_norm(w.to_device(gpu()), w.to_device(gpu()), 1e-5),
-                            values(xf.layer_norm(w, w, 1e-5)), tol, tol))
+                            values(xf.layer_norm(w, w, 1e-5)), ntol, ntol))
           << n;
     }
   }

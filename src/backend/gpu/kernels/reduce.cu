@@ -94,11 +94,13 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
   const int64_t b0 = lo + head, nv = (hi - b0) / V;
   const VecOf<T, V>* vp = reinterpret_cast<const VecOf<T, V>*>(p + b0);
   constexpr int kCascade = kSumCascade / (U * V) > 1 ? kSumCascade / (U * V) : 1;  // iterations per partial
-  // One partial per unrolled load: U independent dependency chains instead of one long one
-  // (a single chain of adds/compares is latency-bound). combine() orders indexed partials.
-  typename Op::Acc t[U];
+  // Independent partials (per unrolled load, and per half of a vector of 8+ elements) instead
+  // of one long dependency chain of adds/compares, which is latency-bound. combine() orders
+  // indexed partials.
+  constexpr int S = V >= 8 ? 2 : 1;
+  typename Op::Acc t[U * S];
 #pragma unroll
-  for (int u = 0; u < U; ++u) t[u] = op.init();
+  for (int u = 0; u < U * S; ++u) t[u] = op.init();
   int since = 0;
   for (int64_t v = lane; v < nv; v += int64_t(g) * U) {
     VecOf<T, V> x[U];
@@ -110,12 +112,12 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
       const int64_t vi = v + int64_t(u) * g;
       if (vi < nv) {
 #pragma unroll
-        for (int e = 0; e < V; ++e) op.add(t[u], x[u].v[e], uint32_t(b0 + vi * V + e));
+        for (int e = 0; e < V; ++e) op.add(t[u * S + e * S / V], x[u].v[e], uint32_t(b0 + vi * V + e));
       }
     }
     if (++since == kCascade) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < U * S; ++u) {
         combine(op, a, t[u]);
         t[u] = op.init();
       }
@@ -123,7 +125,7 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
     }
   }
 #pragma unroll
-  for (int u = 0; u < U; ++u) combine(op, a, t[u]);
+  for (int u = 0; u < U * S; ++u) combine(op, a, t[u]);
   for (int64_t j = b0 + nv * V + lane; j < hi; j += g) op.add(a, p[j], uint32_t(j));
 }
 
