@@ -1,7 +1,8 @@
 #pragma once
 // Every tuning constant of the GPU kernels, in one place, per vendor. The NVIDIA values were
-// measured on an H100 (docs/performance.md). The AMD values are NOT measured (no AMD GPU is
-// reachable): they follow AMD's published guidance (64-lane wavefronts on CDNA, 32 on RDNA,
+// chosen for Hopper and their speed measured on an H200 beside PyTorch (docs/performance.md;
+// few were swept: the session had 30 minutes of GPU time). The AMD values are NOT measured
+// (no AMD GPU is reachable): they follow AMD's published guidance (64-lane wavefronts on CDNA, 32 on RDNA,
 // 64 KiB of LDS per workgroup, 256-thread workgroups as the default) and keep every block a
 // multiple of 64 threads so both wave widths fill whole wavefronts.
 namespace wick::gpu::tune {
