@@ -133,6 +133,18 @@ TEST(GpuReduce, ArgOpsOverAnyDimMatchTheCpu) {
   }
 }
 
+// The fused nn ops refuse a CPU operand beside a GPU one (each checks every operand's device).
+TEST(GpuErrors, NnOpsRefuseMixedDevices) {
+  Tensor a = Tensor::zeros({2, 4}, DType::F32), g = a.to_device(gpu());
+  EXPECT_THROW(a.silu_mul(g), Error);
+  EXPECT_THROW(a.rms_norm(Tensor::ones({4}, DType::F32, gpu()), 1e-5), Error);
+  EXPECT_THROW(a.layer_norm(Tensor(), Tensor::ones({4}, DType::F32, gpu()), 1e-5), Error);
+  Tensor q = Tensor::zeros({1, 2, 3, 4}, DType::F32);
+  EXPECT_THROW(attention(q, q.to_device(gpu()), q), Error);
+  Tensor x = Tensor::zeros({1, 2, 3, 4}, DType::F32), cs = Tensor::zeros({3, 2}, DType::F32);
+  EXPECT_THROW(x.rope(cs.to_device(gpu()), cs), Error);
+}
+
 // Rows longer than the parity cases reach: softmax's two-pass online kernel (>= 16384 columns,
 // vector and scalar loads) and the norms' re-reading kernel, with -inf, NaN and all -inf rows.
 TEST(GpuNn, LongRowsMatchTheCpu) {
