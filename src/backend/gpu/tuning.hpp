@@ -23,11 +23,7 @@ inline constexpr int kBlock = 256;
 inline constexpr int kNnSmallRowCols = 1024;  // a 32-thread group x 32 registers covers it
 inline constexpr int kNnSmallElems = 8;       // per-thread target that sets a short row's group size
 inline constexpr int kNnSmallBlock = 256;     // threads per block of grouped short rows
-inline constexpr int kNnRowElems = 16;        // per-thread target for a long row (4-8 byte types)
-// 2-byte types: 32 per thread (four 16-byte loads), so a 4096-column row takes 128 threads
-// and an SM holds more rows in flight. NVIDIA: the H200 run with 16 had f16 softmax and
-// rms_norm at 55-63% of copy bandwidth on 4096-column rows.
-inline constexpr int kNnRowElems16 = 32;
+inline constexpr int kNnRowElems = 16;        // per-thread target for a long row
 inline constexpr int kNnMinRowBlock = 128;    // a long row's block: multiple of 64, >= 2 wave64
 inline constexpr int kNnMaxRowBlock = 1024;   // also the block of rows too long for registers
 inline constexpr int kNnMaxGrid = 65535 * 8;

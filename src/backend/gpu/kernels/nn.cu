@@ -338,8 +338,7 @@ template <class T> RowPlan plan_rows(int64_t n, bool vec) {
     g = g > 32 ? 32 : g;
     if (const int e = fit(g)) return {g, tune::kNnSmallBlock, e};
   }
-  constexpr int per = sizeof(T) == 2 ? tune::kNnRowElems16 : tune::kNnRowElems;
-  int block = pow2_at_least((n + per - 1) / per);
+  int block = pow2_at_least((n + tune::kNnRowElems - 1) / tune::kNnRowElems);
   if (block < tune::kNnMinRowBlock) block = tune::kNnMinRowBlock;
   if (block > tune::kNnMaxRowBlock) block = tune::kNnMaxRowBlock;
   for (; block <= tune::kNnMaxRowBlock; block *= 2)
