@@ -143,19 +143,18 @@ class Storage {
   virtual StoragePtr upsample_bilinear2d(const Layout& l, size_t out_h, size_t out_w, bool align_corners,
                                          std::optional<double> scale_h, std::optional<double> scale_w) const = 0;
 
-  // ---- fused nn ops (float dtypes); l is contiguous (offset allowed). Not pure: a backend
-  // without one throws Error(Unsupported).
+  // ---- fused nn ops (float dtypes); l is contiguous (offset allowed).
   // softmax over the last dim; log: log_softmax.
-  virtual StoragePtr softmax_last_dim(const Layout& l, bool log) const;
-  virtual StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const;
+  virtual StoragePtr softmax_last_dim(const Layout& l, bool log) const = 0;
+  virtual StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const = 0;
   // cos and sin are contiguous (t, d/2) or (b, t, d/2); the output has x's shape.
   virtual StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
-                          const Layout& sin_l, const RopeDims& d) const;
+                          const Layout& sin_l, const RopeDims& d) const = 0;
   // silu(this) * up, element-wise; both layouts have the same shape (any strides).
-  virtual StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l) const;
+  virtual StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l) const = 0;
   // this is q; every layout is rank 4 with a unit-stride last dim (other strides arbitrary).
   virtual StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v,
-                               const Layout& v_l, const AttentionDims& a) const;
+                               const Layout& v_l, const AttentionDims& a) const = 0;
 };
 
 // Device-level services of a backend: allocation, upload, random numbers.

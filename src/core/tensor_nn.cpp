@@ -11,9 +11,6 @@ namespace {
 
 std::string S(size_t v) { return std::to_string(v); }
 
-// The operand as the backend wants it: contiguous (offset allowed).
-Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
-
 void check_nn_input(const Tensor& x, const char* op) {
   check_defined(x, op);
   check_float(x, op);
@@ -38,17 +35,17 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
   check_norm_param(b, x, op, "bias");
   if (!(eps >= 0))
     throw Error(ErrorKind::Shape, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
-  Tensor xd = dense(x), wd, bd;
+  Tensor xd = x.contiguous(), wd, bd;
   NormArgs a;
   a.eps = eps;
   a.rms = rms;
   if (w.defined()) {
-    wd = dense(w);
+    wd = w.contiguous();
     a.weight = wd.storage().get();
     a.weight_offset = wd.layout().offset;
   }
   if (b.defined()) {
-    bd = dense(b);
+    bd = b.contiguous();
     a.bias = bd.storage().get();
     a.bias_offset = bd.layout().offset;
   }
@@ -76,7 +73,7 @@ Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind
     throw Error(ErrorKind::Shape, std::string(op) + ": cos and sin must both be " + shape_str(table) + " or " +
                                       shape_str(table_b) + " for x " + describe(x) + ", got cos " + describe(cos) +
                                       " and sin " + describe(sin));
-  Tensor xd = dense(x), cd = dense(cos), sd = dense(sin);
+  Tensor xd = x.contiguous(), cd = cos.contiguous(), sd = sin.contiguous();
   RopeDims rd{b, h, t, d, cos.rank() == 3};
   return wrap_like(xd.storage()->rope(kind, xd.layout(), *cd.storage(), cd.layout(), *sd.storage(), sd.layout(), rd),
                    x.shape(), x);
@@ -89,13 +86,13 @@ Tensor unit_last(const Tensor& t) { return (t.dim(3) <= 1 || t.layout().strides[
 
 Tensor Tensor::softmax_last_dim() const {
   check_nn_input(*this, "softmax_last_dim");
-  Tensor x = dense(*this);
+  Tensor x = contiguous();
   return wrap_like(x.storage()->softmax_last_dim(x.layout(), false), shape(), *this);
 }
 
 Tensor Tensor::log_softmax_last_dim() const {
   check_nn_input(*this, "log_softmax_last_dim");
-  Tensor x = dense(*this);
+  Tensor x = contiguous();
   return wrap_like(x.storage()->softmax_last_dim(x.layout(), true), shape(), *this);
 }
 
@@ -172,26 +169,6 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   AttentionDims a{b, hq, hkv, tq, tkv, d, dv, sc, causal};
   return wrap_like(qd.storage()->attention(qd.layout(), *kd.storage(), kd.layout(), *vd.storage(), vd.layout(), a),
                    Shape{b, hq, tq, dv}, q);
-}
-
-
-// A backend that lacks a fused kernel says so instead of failing to build.
-namespace {
-[[noreturn]] void missing_fused(const Storage& s, const char* op) {
-  throw Error(ErrorKind::Unsupported, std::string(op) + ": not implemented on " + s.device().name() +
-                                          "; run it on the CPU (to_device(Device::cpu()))");
-}
-}  // namespace
-StoragePtr Storage::softmax_last_dim(const Layout&, bool) const { missing_fused(*this, "softmax_last_dim"); }
-StoragePtr Storage::norm_last_dim(const Layout&, const NormArgs&) const { missing_fused(*this, "norm_last_dim"); }
-StoragePtr Storage::rope(RopeKind, const Layout&, const Storage&, const Layout&, const Storage&, const Layout&,
-                         const RopeDims&) const {
-  missing_fused(*this, "rope");
-}
-StoragePtr Storage::silu_mul(const Layout&, const Storage&, const Layout&) const { missing_fused(*this, "silu_mul"); }
-StoragePtr Storage::attention(const Layout&, const Storage&, const Layout&, const Storage&, const Layout&,
-                              const AttentionDims&) const {
-  missing_fused(*this, "attention");
 }
 
 }  // namespace wick
