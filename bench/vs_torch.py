@@ -90,7 +90,7 @@ def import_torch():
 
 
 def time_calls(fn, sync, min_repeat_s):
-    """wick's method (src/check/bench_torch.cpp run_torch_case): returns (seconds per call, N)."""
+    """wick's method (tools/check/bench_torch.cpp run_torch_case): returns (seconds per call, N)."""
     for _ in range(WARMUP):
         fn()
 

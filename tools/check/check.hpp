@@ -1,8 +1,8 @@
 #pragma once
 // The op-parity harness behind `wick check`: every op x dtype x layout case, run on a layout
 // variant and on contiguous copies of the same inputs (and, on a GPU, against the CPU), then
-// compared by normalised MSE with NaN/Inf agreement. Compiled into the library so that GPU
-// test suites can reuse the cases.
+// compared by normalised MSE with NaN/Inf agreement. Built as the wick_check library of the
+// `wick` tool and the test suites; not part of libwick.
 #include <cstdint>
 #include <functional>
 #include <memory>
