@@ -7,7 +7,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd -P)"
 root="${WICK_ROCM_ROOT:-/var/tmp/wick-rocm-root}"
-pkgs=(hipcc libamdhip64-dev librocblas-dev cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libgtest-dev)
+pkgs=(hipcc libamdhip64-dev librocblas-dev cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
 
 say() { echo "rocm_root: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -37,8 +37,12 @@ mirror_of_host() {
   echo "$m"
 }
 
-if [ -x "$root/usr/bin/hipcc" ]; then
-  say "reusing $root (hipcc present)"
+# A root that has every package is reused; one made by an older list gets what it lacks.
+root_complete() {
+  [ -x "$root/usr/bin/hipcc" ] && $sudo chroot "$root" dpkg -s "${pkgs[@]}" >/dev/null 2>&1
+}
+if root_complete; then
+  say "reusing $root (every package present)"
 else
   t0=$SECONDS
   # debootstrap removes ROOT/debootstrap when it finishes; a root without apt or with that
