@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/checks.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 
 namespace wick {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/checks.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 
 namespace wick {
 

@@ -5,8 +5,8 @@
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
-#include "core/dispatch.hpp"
 #include "ops/binary.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 #include "ops/op_dispatch.hpp"
 #include "ops/unary.hpp"

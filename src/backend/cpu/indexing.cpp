@@ -15,7 +15,7 @@
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
 #include "backend/index_ids.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::cpu {

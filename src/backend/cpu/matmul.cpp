@@ -11,7 +11,7 @@
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
 #include "backend/matmul_block.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::cpu {

@@ -10,7 +10,7 @@
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
 #include "ops/op_dispatch.hpp"

@@ -17,7 +17,7 @@
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
 #include "backend/reduce_plan.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/reduce.hpp"
 
 namespace wick::cpu {

@@ -6,8 +6,8 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
-#include "core/dispatch.hpp"
 #include "ops/binary.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 #include "ops/op_dispatch.hpp"
 #include "ops/unary.hpp"

@@ -1,7 +1,7 @@
 // GpuStorage memory and the fill / copy / cast entries; the GPU Backend services.
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 #include "ops/random.hpp"
 

@@ -15,7 +15,7 @@
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
 #include "backend/index_ids.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::gpu {

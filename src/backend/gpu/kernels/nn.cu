@@ -16,7 +16,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
 #include "ops/op_dispatch.hpp"

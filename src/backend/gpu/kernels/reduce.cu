@@ -22,7 +22,7 @@
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
 #include "backend/reduce_plan.hpp"
-#include "core/dispatch.hpp"
+#include "ops/dtype_dispatch.hpp"
 #include "ops/reduce.hpp"
 
 namespace wick::gpu {
