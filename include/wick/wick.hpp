@@ -6,3 +6,4 @@
 #include "wick/io.hpp"
 #include "wick/layout.hpp"
 #include "wick/tensor.hpp"
+#include "wick/version.hpp"

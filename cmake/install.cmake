@@ -1,0 +1,68 @@
+# Install rules: headers, libwick (static or shared), the wick tool, the CMake package
+# (wickConfig.cmake, wickConfigVersion.cmake, wickTargets.cmake exporting wick::wick) and wick.pc.
+# Included from the top-level CMakeLists after the library (and cmake/gpu.cmake) are defined.
+include(CMakePackageConfigHelpers)
+set(WICK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/wick)
+
+install(TARGETS wick EXPORT wickTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/wick DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp")
+if(TARGET wick_cli)
+  install(TARGETS wick_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(EXPORT wickTargets NAMESPACE wick:: DESTINATION ${WICK_CMAKE_DIR})
+
+# What the config file needs to recreate wick's link dependencies on the consumer's side.
+get_filename_component(WICK_OPENBLAS_DIR "${WICK_OPENBLAS_LIB}" DIRECTORY)
+if(NOT DEFINED WICK_ROCM_PATH)
+  set(WICK_ROCM_PATH "")
+endif()
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/wickConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/wickConfig.cmake INSTALL_DESTINATION ${WICK_CMAKE_DIR})
+# 0.x: a minor version may change the API, so only the same major.minor is compatible.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/wickConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/wickConfig.cmake ${PROJECT_BINARY_DIR}/wickConfigVersion.cmake
+        DESTINATION ${WICK_CMAKE_DIR})
+
+# pkg-config. The prefix is found from the .pc file's own place, so `cmake --install --prefix P`
+# and moving the tree both work. A static libwick lists its dependencies in Libs (pkg-config users
+# rarely pass --static); a shared one links them itself and keeps them in Libs.private.
+set(wick_pc_deps "")
+if(NOT WICK_OPENBLAS_DIR IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+  string(APPEND wick_pc_deps " -L${WICK_OPENBLAS_DIR}")
+endif()
+string(APPEND wick_pc_deps " -lopenblas ${OpenMP_CXX_FLAGS}")
+if(WICK_GPU STREQUAL "cuda")
+  string(APPEND wick_pc_deps " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas")
+elseif(WICK_GPU STREQUAL "rocm")
+  string(APPEND wick_pc_deps " -L${WICK_ROCM_PATH}/lib -lamdhip64 -lrocblas")
+endif()
+if(BUILD_SHARED_LIBS)
+  set(WICK_PC_LIBS "")
+  set(WICK_PC_LIBS_PRIVATE "${wick_pc_deps}")
+else()
+  set(WICK_PC_LIBS "${wick_pc_deps}")
+  set(WICK_PC_LIBS_PRIVATE "")
+endif()
+# The plain public definitions of wick::wick (e.g. WICK_HAVE_GPU), as the CMake package exports them.
+set(WICK_PC_CFLAGS "")
+get_target_property(wick_pub_defs wick INTERFACE_COMPILE_DEFINITIONS)
+if(wick_pub_defs)
+  foreach(d IN LISTS wick_pub_defs)
+    if(NOT d MATCHES "[$\"' ]")
+      string(APPEND WICK_PC_CFLAGS " -D${d}")
+    endif()
+  endforeach()
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}" OR IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  message(FATAL_ERROR "wick: CMAKE_INSTALL_LIBDIR and CMAKE_INSTALL_INCLUDEDIR must be relative to the prefix "
+                      "(got '${CMAKE_INSTALL_LIBDIR}', '${CMAKE_INSTALL_INCLUDEDIR}'); the package is relocatable")
+endif()
+file(RELATIVE_PATH WICK_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+string(REGEX REPLACE "/$" "" WICK_PC_UP "${WICK_PC_UP}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/wick.pc.in ${PROJECT_BINARY_DIR}/wick.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/wick.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
