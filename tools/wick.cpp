@@ -1,91 +1,148 @@
-// The `wick` command: info, check (op parity harness), bench.
+// The `wick` command: info, check (op parity harness), bench, ops.
+// One CLI11 parser for every subcommand. A command is one add_* function: it declares its
+// subcommand, help text and typed options, and returns the body main() runs after a clean parse.
+// Exit codes: 0 success; 1 a check failed or the library raised wick::Error; 2 a command line
+// the program cannot act on (unknown command or argument, bad value, a filter matching no case).
+#include "wick/wick.hpp"
+
 #include <omp.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
-#include <cstring>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "check/bench.hpp"
 #include "check/check.hpp"
-#include "wick/wick.hpp"
+#include "check/filters.hpp"
+#include "check/ops_doc.hpp"
 
 using namespace wick;
 
-static void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: wick <command> [options]\n"
-               "  info                               version, backends, devices, threads\n"
-               "  check [--device D] [--op NAME] [--dtype T] [--verbose]\n"
-               "                                     op x dtype x layout parity cases; exit 0 when all pass\n"
-               "  bench [--device D] [--op NAME] [--json] [--size small|default|large] [--reps R]\n"
-               "                                     timed cases (median of R runs after a warm-up)\n"
-               "  bench --suite torch [--device D] [--op SUBSTR] [--json] [--quick]\n"
-               "                                     the cases bench/vs_torch.py times beside PyTorch\n"
-               "                                     (default device: the first GPU, else cpu; --quick\n"
-               "                                     shrinks every shape for a smoke test)\n");
-}
+namespace {
 
-// Options of the form --name value or --flag.
-struct Args {
-  std::vector<std::string> v;
-  size_t i = 0;
-  bool next(std::string* a) {
-    if (i >= v.size()) return false;
-    *a = v[i++];
-    return true;
-  }
-  std::string value(const std::string& opt) {
-    if (i >= v.size()) throw Error(ErrorKind::Argument, opt + " needs a value");
-    return v[i++];
-  }
+// A command line that parsed but cannot be acted on (e.g. a filter matching no case): exit 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
-static int cmd_info() {
-  std::printf("wick %s\n", WICK_VERSION);
-  std::printf("backends built:");
-  for (const auto& b : built_backends()) std::printf(" %s", b.c_str());
-  std::printf("\ndevices:");
-  for (const auto& d : available_devices()) std::printf(" %s", d.name().c_str());
-  std::printf("\nopenmp threads: %d\n", omp_get_max_threads());
-  for (const auto& d : available_devices()) {
-    if (d.is_cpu()) continue;
-    DeviceInfo i = device_info(d);
-    MemoryStats m = memory_stats(d);
-    std::printf("%s: %s, %s, %.1f GiB, warp size %d, %d compute units; wick holds %zu bytes, caches %zu\n",
-                d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30),
-                i.warp_size, i.compute_units, m.in_use, m.cached);
-  }
-  for (const auto& b : built_backends()) {
-    if (b == "cpu") continue;
-    std::string why = gpu_unavailable_reason();
-    if (!why.empty()) std::printf("%s: no usable device: %s\n", b.c_str(), why.c_str());
-  }
-  return 0;
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+// ---- typed options shared by the commands
+
+// --device D, repeatable (--device cpu --device cuda:0); each name must pass Device::parse,
+// whose message is the error.
+void add_device_option(CLI::App* cmd, std::vector<std::string>* names, const std::string& help) {
+  cmd->add_option("--device", *names, help)
+      ->type_name("D")
+      ->allow_extra_args(false)
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            try {
+              (void)Device::parse(s);
+              return "";
+            } catch (const Error& e) {
+              return e.what();
+            }
+          },
+          ""));
 }
 
-static int cmd_check(Args& a) {
-  check::Options opt;
-  std::string s;
-  while (a.next(&s)) {
-    if (s == "--device") opt.devices.push_back(Device::parse(a.value(s)));
-    else if (s == "--op") opt.op = a.value(s);
-    else if (s == "--dtype") opt.dtype = dtype_name(dtype_from_name(a.value(s)));
-    else if (s == "--verbose" || s == "-v") opt.verbose = true;
-    else throw Error(ErrorKind::Argument, "check: unknown option '" + s + "'; see wick --help");
-  }
-  check::Summary sum = check::run_checks(opt);
-  if (sum.passed + sum.failed == 0)
-    std::fprintf(stderr, "check: no case matches --op '%s' --dtype '%s'\n", opt.op.c_str(), opt.dtype.c_str());
-  std::printf("%zu passed, %zu failed\n", sum.passed, sum.failed);
-  if (sum.passed + sum.failed == 0) return 2;  // a typo in --op must not look like a pass
-  return sum.failed == 0 ? 0 : 1;
+std::vector<Device> parse_devices(const std::vector<std::string>& names) {
+  std::vector<Device> out;
+  for (const auto& n : names) out.push_back(Device::parse(n));
+  return out;
 }
+
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> out;
+  for (DType d : kAllDTypes) out.push_back(dtype_name(d));
+  return out;
+}
+
+// ---- info
+
+Command add_info(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("info", "version, backends built, devices, OpenMP threads");
+  return {cmd, [] {
+            std::printf("wick %s\n", WICK_VERSION);
+            std::printf("backends built:");
+            for (const auto& b : built_backends()) std::printf(" %s", b.c_str());
+            std::printf("\ndevices:");
+            for (const auto& d : available_devices()) std::printf(" %s", d.name().c_str());
+            std::printf("\nopenmp threads: %d\n", omp_get_max_threads());
+            for (const auto& d : available_devices()) {
+              if (d.is_cpu()) continue;
+              DeviceInfo i = device_info(d);
+              MemoryStats m = memory_stats(d);
+              std::printf("%s: %s, %s, %.1f GiB, warp size %d, %d compute units; wick holds %zu bytes, caches %zu\n",
+                          d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30),
+                          i.warp_size, i.compute_units, m.in_use, m.cached);
+            }
+            for (const auto& b : built_backends()) {
+              if (b == "cpu") continue;
+              std::string why = gpu_unavailable_reason();
+              if (!why.empty()) std::printf("%s: no usable device: %s\n", b.c_str(), why.c_str());
+            }
+            return 0;
+          }};
+}
+
+// ---- check
+
+struct CheckArgs {
+  std::vector<std::string> devices;
+  std::string op, dtype;
+  bool verbose = false;
+};
+
+Command add_check(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("check", "op x dtype x layout parity cases; exit 0 when all pass");
+  cmd->footer("Exit code: 0 when every selected case passes, 1 when any fails, 2 when no case matches the filters.\n");
+  auto a = std::make_shared<CheckArgs>();
+  add_device_option(cmd, &a->devices, "cpu, cuda:N, rocm:N or gpu:N; repeatable (default: every device)");
+  cmd->add_option("--op", a->op, "only this op's cases (`wick ops` lists them) or one case by full name")
+      ->type_name("NAME");
+  cmd->add_option("--dtype", a->dtype, "only the cases of this dtype")
+      ->type_name("T")
+      ->check(CLI::IsMember(dtype_names()));
+  cmd->add_flag("-v,--verbose", a->verbose, "print every case, not only the failures");
+  return {cmd, [a] {
+            check::Options opt;
+            opt.devices = parse_devices(a->devices);
+            opt.op = a->op;
+            opt.dtype = a->dtype;
+            opt.verbose = a->verbose;
+            std::string why = check::check_filter_mismatch(check::all_cases(), opt);
+            if (!why.empty()) throw UsageError(why);
+            check::Summary sum = check::run_checks(opt);
+            std::printf("%zu passed, %zu failed\n", sum.passed, sum.failed);
+            return sum.failed == 0 ? 0 : 1;
+          }};
+}
+
+// ---- bench
+
+struct BenchArgs {
+  std::vector<std::string> devices;
+  std::string op, suite = "default", size = "default";
+  bool json = false, quick = false;
+  int reps = 5;
+};
 
 // `bench --suite torch`: one JSON array (or a table) of issue 4's cases; a case the device cannot
 // run (Unsupported, out of memory) is reported as skipped, any other failure as an error (exit 1).
-static int cmd_bench_torch(std::vector<Device> devices, const std::string& op, bool json, bool quick) {
+int run_bench_torch(std::vector<Device> devices, const std::string& op, bool json, bool quick) {
+  std::vector<check::TorchCase> cases = check::torch_cases(quick);
+  std::string why = check::torch_filter_mismatch(cases, op);
+  if (!why.empty()) throw UsageError(why);
   if (devices.empty()) {
     for (const Device& d : available_devices())
       if (!d.is_cpu()) {
@@ -98,20 +155,18 @@ static int cmd_bench_torch(std::vector<Device> devices, const std::string& op, b
   const double min_repeat_s = quick ? 0.005 : 0.02;
   nlohmann::json out = nlohmann::json::array();
   bool failed = false;
-  size_t matched = 0;
   if (!json)
     std::printf("%-8s %-30s %-10s %-22s %6s %12s %16s\n", "device", "case", "dtype", "shape", "iters", "ms/call",
                 "rate");
   for (const Device& d : devices)
-    for (const auto& c : check::torch_cases(quick)) {
-      if (!op.empty() && c.name.find(op) == std::string::npos) continue;
-      ++matched;
+    for (const auto& c : cases) {
+      if (!check::torch_selected(c, op)) continue;
       if (json) std::fprintf(stderr, "bench: %s %s ...\n", d.name().c_str(), c.name.c_str());
       check::TorchResult r = check::run_torch_case(c, d, min_repeat_s);
       failed = failed || !r.error.empty();
       if (json) {
-        nlohmann::json j = {{"case", c.name}, {"op", c.op}, {"device", d.name()}, {"dtype", c.dtype},
-                            {"shape", c.shape}, {"bytes", c.bytes}, {"flops", c.flops}, {"unit", r.unit}};
+        nlohmann::json j = {{"case", c.name},   {"op", c.op},       {"device", d.name()}, {"dtype", c.dtype},
+                            {"shape", c.shape}, {"bytes", c.bytes}, {"flops", c.flops},   {"unit", r.unit}};
         if (c.ops_per_call > 0) j["ops_per_call"] = c.ops_per_call;
         if (!r.skipped.empty() || !r.error.empty()) {
           j["seconds"] = nullptr;
@@ -139,84 +194,155 @@ static int cmd_bench_torch(std::vector<Device> devices, const std::string& op, b
       }
     }
   if (json) std::printf("%s\n", out.dump(1).c_str());
-  if (matched == 0) {
-    std::fprintf(stderr, "bench: no torch-suite case matches --op '%s'\n", op.c_str());
-    return 2;
-  }
   return failed ? 1 : 0;
 }
 
-static int cmd_bench(Args& a) {
-  std::vector<Device> devices;
-  std::string op, s, suite = "default";
-  bool json = false, quick = false;
-  int reps = 5;
-  check::BenchSize size = check::BenchSize::Default;
-  while (a.next(&s)) {
-    if (s == "--device") devices.push_back(Device::parse(a.value(s)));
-    else if (s == "--op") op = a.value(s);
-    else if (s == "--json") json = true;
-    else if (s == "--quick") quick = true;
-    else if (s == "--suite") suite = a.value(s);
-    else if (s == "--reps") reps = std::stoi(a.value(s));
-    else if (s == "--size") {
-      std::string v = a.value(s);
-      if (v == "small") size = check::BenchSize::Small;
-      else if (v == "default") size = check::BenchSize::Default;
-      else if (v == "large") size = check::BenchSize::Large;
-      else throw Error(ErrorKind::Argument, "bench: --size takes small, default or large, not '" + v + "'");
-    } else throw Error(ErrorKind::Argument, "bench: unknown option '" + s + "'; see wick --help");
+int run_bench(const BenchArgs& a, bool reps_given, bool size_given) {
+  std::vector<Device> devices = parse_devices(a.devices);
+  if (a.suite == "torch") {
+    if (reps_given || size_given)
+      throw UsageError(std::string(reps_given ? "--reps" : "--size") +
+                       " belongs to the default suite; --suite torch repeats each case for a fixed time "
+                       "(--quick shrinks its shapes)");
+    return run_bench_torch(devices, a.op, a.json, a.quick);
   }
-  if (suite == "torch") return cmd_bench_torch(devices, op, json, quick);
-  if (suite != "default")
-    throw Error(ErrorKind::Argument, "bench: --suite takes default or torch, not '" + suite + "'");
-  if (quick) throw Error(ErrorKind::Argument, "bench: --quick belongs to --suite torch; use --size small here");
+  if (a.quick) throw UsageError("--quick belongs to --suite torch; use --size small here");
+  check::BenchSize size = a.size == "small"   ? check::BenchSize::Small
+                          : a.size == "large" ? check::BenchSize::Large
+                                              : check::BenchSize::Default;
+  std::vector<check::BenchCase> cases = check::bench_cases(size);
+  std::string why = check::bench_filter_mismatch(cases, a.op);
+  if (!why.empty()) throw UsageError(why);
   if (devices.empty()) devices = available_devices();
   nlohmann::json out = nlohmann::json::array();
-  if (!json)
+  if (!a.json)
     std::printf("%-8s %-28s %-20s %-9s %11s %12s\n", "device", "case", "shape", "dtype", "median ms", "rate");
   for (const Device& d : devices)
-    for (const auto& c : check::bench_cases(size)) {
-      bool named = !op.empty() && c.name.find(op) != std::string::npos;
-      if (!op.empty() && !named) continue;
-      if (c.large_only && !named && size != check::BenchSize::Large) continue;
-      check::BenchResult r = check::run_bench(c, d, reps);
-      if (json) {
+    for (const auto& c : cases) {
+      if (!check::bench_selected(c, a.op, size)) continue;
+      check::BenchResult r = check::run_bench(c, d, a.reps);
+      if (a.json) {
         nlohmann::json shape = c.shape;
-        out.push_back({{"name", r.name}, {"device", d.name()}, {"shape", shape}, {"dtype", r.dtype},
+        out.push_back({{"name", r.name},
+                       {"device", d.name()},
+                       {"shape", shape},
+                       {"dtype", r.dtype},
                        {"median_ms", r.median_ms},
                        {"gbps", r.gbps > 0 ? nlohmann::json(r.gbps) : nlohmann::json(nullptr)},
                        {"gflops", r.gflops > 0 ? nlohmann::json(r.gflops) : nlohmann::json(nullptr)}});
       } else {
         char rate[64];
-        if (r.gflops > 0) std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", r.gflops);
-        else std::snprintf(rate, sizeof rate, "%.2f GB/s", r.gbps);
+        if (r.gflops > 0)
+          std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", r.gflops);
+        else
+          std::snprintf(rate, sizeof rate, "%.2f GB/s", r.gbps);
         std::printf("%-8s %-28s %-20s %-9s %11.3f %12s\n", d.name().c_str(), r.name.c_str(), r.shape.c_str(),
                     r.dtype.c_str(), r.median_ms, rate);
         std::fflush(stdout);
       }
     }
-  if (json) std::printf("%s\n", out.dump(1).c_str());
+  if (a.json) std::printf("%s\n", out.dump(1).c_str());
   return 0;
 }
 
+Command add_bench(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("bench", "timed cases: warm-up once, then the median of --reps runs");
+  cmd->footer(
+      "--suite torch: the cases bench/vs_torch.py times beside PyTorch; default device: the first GPU, else cpu.\n"
+      "It takes --device, --op, --json and --quick, not --reps or --size.\n");
+  auto a = std::make_shared<BenchArgs>();
+  add_device_option(cmd, &a->devices, "cpu, cuda:N, rocm:N or gpu:N; repeatable (default: every device)");
+  cmd->add_option("--op", a->op, "only the cases whose name contains this (e.g. matmul)")->type_name("SUBSTR");
+  cmd->add_flag("--json", a->json, "a JSON array on stdout instead of a table");
+  cmd->add_option("--suite", a->suite, "torch: the cases of bench/vs_torch.py (see below)")
+      ->type_name("S")
+      ->check(CLI::IsMember({"default", "torch"}));
+  CLI::Option* size = cmd->add_option("--size", a->size, "small (a smoke test); large adds matmul_4096")
+                          ->type_name("S")
+                          ->check(CLI::IsMember({"small", "default", "large"}));
+  CLI::Option* reps = cmd->add_option("--reps", a->reps, "timed runs per case (default 5)")
+                          ->type_name("R")
+                          ->check(CLI::Validator(
+                              [](std::string& s) -> std::string {
+                                try {
+                                  size_t used = 0;
+                                  long v = std::stol(s, &used);
+                                  if (used == s.size() && v > 0 && v <= 1000000) return "";
+                                } catch (const std::exception&) {
+                                }
+                                return "takes an integer > 0 (at most 1000000), not '" + s + "'";
+                              },
+                              ""));
+  cmd->add_flag("--quick", a->quick, "--suite torch only: shrink every shape, for a smoke test");
+  return {cmd, [a, size, reps] { return run_bench(*a, reps->count() > 0, size->count() > 0); }};
+}
+
+// ---- ops
+
+Command add_ops(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("ops", "the op names `wick check --op` takes, one a line");
+  auto markdown = std::make_shared<bool>(false);
+  cmd->add_flag("--markdown", *markdown, "print docs/ops.md instead: every op x dtype x backend, from the op table");
+  return {cmd, [markdown] {
+            if (*markdown) {
+              std::fputs(check::ops_markdown().c_str(), stdout);
+            } else {
+              for (const auto& n : check::case_op_names(check::all_cases())) std::printf("%s\n", n.c_str());
+            }
+            return 0;
+          }};
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    usage(argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  CLI::App app("wick " WICK_VERSION ": a tensor library's command line.", "wick");
+  app.set_version_flag("--version", WICK_VERSION);
+  app.require_subcommand(1);
+  app.footer("`wick <command> --help` describes a command's options.\n");
+  std::vector<Command> commands = {add_info(app), add_check(app), add_bench(app), add_ops(app)};
+  std::string names;
+  for (const Command& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
+
+  if (argc < 2) {
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
   }
-  Args a;
-  for (int i = 2; i < argc; ++i) a.v.push_back(argv[i]);
-  std::string cmd = argv[1];
+  // An unknown word in the command's place gets its own message (CLI11 would call it an extra argument).
+  std::string first = argv[1];
+  if (!first.empty() && first[0] != '-') {
+    bool known = false;
+    for (const Command& c : commands) known = known || c.app->get_name() == first;
+    if (!known) {
+      std::fprintf(stderr, "wick: unknown command '%s'; the commands are %s (see wick --help)\n", first.c_str(),
+                   names.c_str());
+      return 2;
+    }
+  }
+
+  const Command* chosen = nullptr;
+  auto where = [&] { return chosen ? "wick " + chosen->app->get_name() : std::string("wick"); };
   try {
-    if (cmd == "info") return cmd_info();
-    if (cmd == "check") return cmd_check(a);
-    if (cmd == "bench") return cmd_bench(a);
-    std::fprintf(stderr, "wick: unknown command '%s'\n", cmd.c_str());
-    usage(stderr);
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    for (const Command& c : commands)
+      if (c.app->parsed()) chosen = &c;
+    std::fprintf(stderr, "%s: %s\nsee `%s --help`\n", where().c_str(), e.what(), where().c_str());
     return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "wick %s: %s\n", cmd.c_str(), e.what());
+  }
+  for (const Command& c : commands)
+    if (c.app->parsed()) chosen = &c;
+  try {
+    return chosen->run();
+  } catch (const UsageError& e) {
+    std::string msg = e.what();
+    if (msg.empty() || msg.back() != '\n') msg += '\n';
+    std::fprintf(stderr, "%s: %s", where().c_str(), msg.c_str());
     return 2;
+  } catch (const std::exception& e) {  // wick::Error, or a bug: the message, exit 1
+    std::fprintf(stderr, "%s: %s\n", where().c_str(), e.what());
+    return 1;
   }
 }

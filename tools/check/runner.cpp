@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "check/cases.hpp"
+#include "check/filters.hpp"
 
 namespace wick::check {
 
@@ -58,19 +59,13 @@ Verdict run_case(const Case& c, Device device) {
   }
 }
 
-static bool selected(const Case& c, const Options& opt) {
-  if (!opt.op.empty() && c.op != opt.op && c.full_name() != opt.op) return false;
-  if (!opt.dtype.empty() && opt.dtype != dtype_name(c.dtype)) return false;
-  return true;
-}
-
 Summary run_checks(const Options& opt) {
   Summary s;
   std::vector<Device> devices = opt.devices.empty() ? available_devices() : opt.devices;
   std::vector<Case> cases = all_cases();
   for (const Device& d : devices)
     for (const Case& c : cases) {
-      if (!selected(c, opt)) continue;
+      if (!case_selected(c, opt)) continue;
       Verdict v = run_case(c, d);
       if (v.ok) {
         ++s.passed;
