@@ -2,6 +2,7 @@
 // Expected values come from tests/fixtures/indexing.json (NumPy, gen_indexing.py) or hand math.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "test_util.hpp"
@@ -295,7 +296,9 @@ TEST(IndexingErrors, TooLargeIdsEveryDType) {
     EXPECT_THROW(x.scatter(bad2, x, 1), Error);
     EXPECT_THROW(x.index_add(bad1, f32({1, 1, 1, 1}, {2, 2}), 1), Error);
   }
-  EXPECT_THROW(Tensor::zeros({255}, DType::F32).index_select(Tensor::full({1}, 255, DType::U8), 0), Error);
+  // u8 254 is the largest real id (255 is the sentinel): out of range for a dim of 254
+  EXPECT_THROW(Tensor::zeros({254}, DType::F32).index_select(Tensor::full({1}, 254, DType::U8), 0), Error);
+  EXPECT_NO_THROW(Tensor::zeros({255}, DType::F32).index_select(Tensor::full({1}, 254, DType::U8), 0));
   EXPECT_THROW(x.index_select(i64({int64_t(1) << 40}, {1}), 0), Error);
 }
 
@@ -476,4 +479,189 @@ TEST(Indexing, WideRowsScatterAndIndexAdd) {
   for (size_t r = 0; r < 5; ++r)
     for (size_t j = 0; j < w; ++j) want2[r * w + j] = double(last[r] * 100 + j);
   EXPECT_TRUE(all_close(Tensor::zeros({5, w}, DType::F32).scatter(wide_ids, f32(src2, {n, w}), 0), want2, 0, 0));
+}
+
+// ---- the sentinel id (the id dtype's maximum): a zero read, a skipped write (Candle).
+namespace {
+
+// The sentinel of id dtype `id` as an int64 (exact in every id dtype after to_dtype).
+int64_t sentinel_of(DType id) {
+  switch (id) {
+    case DType::U8: return 255;
+    case DType::U32: return 4294967295LL;
+    case DType::I16: return 32767;
+    case DType::I32: return 2147483647LL;
+    default: return INT64_MAX;
+  }
+}
+
+Tensor ids_of(const std::vector<int64_t>& v, const Shape& s, DType id) { return i64(v, s).to_dtype(id); }
+
+}  // namespace
+
+TEST(IndexingSentinel, ReadsZeroEveryIdAndDataDTypeAndLayout) {
+  for (DType id : kIdDTypes) {
+    const int64_t S = sentinel_of(id);
+    ASSERT_EQ(ids_of({S}, {1}, id).to_dtype(DType::I64).to_vector<int64_t>()[0], S) << dtype_name(id);
+    for (DType d : kAllDTypes) {
+      const Tensor x0 = f32({1, 2, 3, 4, 5, 6}, {2, 3}).to_dtype(d);
+      for (int v = 0; v < 3; ++v) {
+        SCOPED_TRACE(where("sentinel", 0, d, id, v));
+        const Tensor x = lay(x0, v);
+        // along dim 1 (one id per element) and dim 0 (a whole row per id)
+        EXPECT_TRUE(all_close(x.index_select(lay(ids_of({2, S, 0}, {3}, id), (v + 1) % 3), 1),
+                              {3, 0, 1, 6, 0, 4}, 0, 0));
+        EXPECT_TRUE(all_close(x.index_select(lay(ids_of({S, 1, S}, {3}, id), (v + 2) % 3), 0),
+                              {0, 0, 0, 4, 5, 6, 0, 0, 0}, 0, 0));
+        EXPECT_TRUE(all_close(x.gather(lay(ids_of({S, 1, 2, S}, {2, 2}, id), (v + 1) % 3), 1), {0, 2, 6, 0}, 0, 0));
+        EXPECT_TRUE(all_close(x.gather(lay(ids_of({1, S, S, 0}, {2, 2}, id), (v + 2) % 3), 0), {4, 0, 0, 2}, 0, 0));
+        Tensor table = Tensor::arange(0, 12, 1, DType::F32).reshape({4, 3}).to_dtype(d);
+        Tensor e = lay(table, v).embedding(lay(ids_of({3, S, S, 0}, {2, 2}, id), (v + 1) % 3));
+        EXPECT_EQ(e.shape(), (Shape{2, 2, 3}));
+        EXPECT_TRUE(all_close(e, {9, 10, 11, 0, 0, 0, 0, 0, 0, 0, 1, 2}, 0, 0));
+      }
+    }
+  }
+}
+
+TEST(IndexingSentinel, WritesNothingEveryIdDTypeAndLayout) {
+  for (DType id : kIdDTypes) {
+    const int64_t S = sentinel_of(id);
+    for (DType d : {DType::F32, DType::BF16, DType::I64, DType::U8}) {
+      const Tensor x0 = f32({1, 2, 3, 4, 5, 6}, {2, 3}).to_dtype(d);
+      for (int v = 0; v < 3; ++v) {
+        SCOPED_TRACE(where("sentinel writes", 0, d, id, v));
+        const Tensor x = lay(x0, v);
+        const Tensor ids = lay(ids_of({1, S, 0}, {1, 3}, id), (v + 1) % 3);
+        const Tensor src = lay(f32({7, 8, 9}, {1, 3}).to_dtype(d), (v + 2) % 3);
+        // column 1 of the ids is the sentinel: 8 goes nowhere
+        EXPECT_TRUE(all_close(x.scatter(ids, src, 0), {1, 2, 9, 7, 5, 6}, 0, 0));
+        EXPECT_TRUE(all_close(x.scatter_add(ids, src, 0), {1, 2, 12, 11, 5, 6}, 0, 0));
+        Tensor in_place = x0.copy();
+        in_place.scatter_set(ids, src, 0);
+        EXPECT_TRUE(all_close(in_place, {1, 2, 9, 7, 5, 6}, 0, 0));
+        in_place.scatter_add_set(ids, src, 0);
+        EXPECT_TRUE(all_close(in_place, {1, 2, 18, 14, 5, 6}, 0, 0));
+        // index_add along dim 1: src column 0 is dropped, column 1 adds into column 0
+        const Tensor add_src = lay(f32({10, 20, 30, 40}, {2, 2}).to_dtype(d), (v + 2) % 3);
+        EXPECT_TRUE(all_close(x.index_add(lay(ids_of({S, 0}, {2}, id), (v + 1) % 3), add_src, 1),
+                              {21, 2, 3, 44, 5, 6}, 0, 0));
+        EXPECT_TRUE(all_close(x.index_add(ids_of({S, S}, {2}, id), add_src, 1), {1, 2, 3, 4, 5, 6}, 0, 0));
+      }
+    }
+    // one_hot: a sentinel id is an all-zero row
+    EXPECT_EQ(Tensor::one_hot(ids_of({S, 1}, {2}, id), 3, DType::I64).to_vector<int64_t>(),
+              (std::vector<int64_t>{0, 0, 0, 0, 1, 0}));
+  }
+}
+
+// Long runs take the parallel paths: row copies, per-element gathers and the row-sweeping
+// scatter (>= 16 positions outside the dim). Every 7th id is the sentinel.
+TEST(IndexingSentinel, LargeParallelPaths) {
+  const size_t n = 3000, vocab = 50, w = 40;
+  std::vector<int64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = i % 7 == 3 ? int64_t(0xffffffffu) : int64_t(i * 13 % vocab);
+  std::vector<float> table(vocab * w);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = float(i % 97) - 40.0f;
+  const Tensor t = f32(table, {vocab, w});
+  const Tensor id = i64(ids, {n}).to_dtype(DType::U32);
+  std::vector<double> want(n * w), acc(vocab * w, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < w; ++j) {
+      const bool skip = i % 7 == 3;
+      want[i * w + j] = skip ? 0.0 : double(table[size_t(ids[i]) * w + j]);
+      if (!skip) acc[size_t(ids[i]) * w + j] += double((i + j) % 5);
+    }
+  EXPECT_TRUE(all_close(t.embedding(id), want, 0, 0));
+  EXPECT_TRUE(all_close(t.t().index_select(id, 1).t().contiguous(), want, 0, 0));
+  std::vector<float> src(n * w);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < w; ++j) src[i * w + j] = float((i + j) % 5);
+  const Tensor srct = f32(src, {n, w});
+  EXPECT_TRUE(all_close(Tensor::zeros({vocab, w}, DType::F32).index_add(id, srct, 0), acc, 0, 0));
+  const Tensor wide = id.reshape({n, 1}).broadcast_as({n, w});
+  EXPECT_TRUE(all_close(Tensor::zeros({vocab, w}, DType::F32).scatter_add(wide, srct, 0), acc, 0, 0));
+  EXPECT_TRUE(all_close(t.gather(wide.narrow(0, 0, 60), 0).flatten_all(),
+                        std::vector<double>(want.begin(), want.begin() + 60 * w), 0, 0));
+}
+
+TEST(IndexingSentinel, OtherIdsStayErrors) {
+  Tensor x = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  for (DType id : kIdDTypes) {
+    SCOPED_TRACE(dtype_name(id));
+    const int64_t below = sentinel_of(id) - 1;  // the largest real id: far out of range here
+    EXPECT_THROW(x.index_select(ids_of({below}, {1}, id), 1), Error);
+    EXPECT_THROW(x.gather(ids_of({0, below, 1, 2}, {2, 2}, id), 1), Error);
+    EXPECT_THROW(x.scatter(ids_of({below, 0, 0}, {1, 3}, id), x, 0), Error);
+    EXPECT_THROW(x.index_add(ids_of({0, below}, {2}, id), f32({1, 1, 1, 1}, {2, 2}), 1), Error);
+  }
+  // a failed in-place scatter with a sentinel beside the bad id still writes nothing
+  Tensor dst = Tensor::zeros({2, 3}, DType::F32);
+  EXPECT_THROW(dst.scatter_set(ids_of({4294967295LL, 0, 5}, {1, 3}, DType::U32), f32({1, 1, 1}, {1, 3}), 0), Error);
+  EXPECT_EQ(dst.to_vector<float>(), std::vector<float>(6, 0.0f));
+}
+
+// ---- errors name the op the user called, not the backend entry or the composite's parts
+namespace {
+
+std::string error_of(const std::function<void()>& f, ErrorKind kind) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+}  // namespace
+
+TEST(IndexingErrors, NameTheOpTheUserCalled) {
+  Tensor x = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  std::string m = error_of([&] { x.scatter(i64({0, 1, 9}, {1, 3}), x, 1); }, ErrorKind::Index);
+  EXPECT_EQ(m.find("scatter_set"), std::string::npos) << m;
+  EXPECT_NE(m.find("scatter: id 9"), std::string::npos) << m;
+  m = error_of([&] { x.scatter_add(i64({0, 1, 9}, {1, 3}), x, 1); }, ErrorKind::Index);
+  EXPECT_EQ(m.find("scatter_add_set"), std::string::npos) << m;
+  EXPECT_NE(m.find("scatter_add: id 9"), std::string::npos) << m;
+  // the in-place forms are what the user called there
+  m = error_of([&] { x.copy().scatter_set(i64({0, 1, 9}, {1, 3}), x, 1); }, ErrorKind::Index);
+  EXPECT_NE(m.find("scatter_set: id 9"), std::string::npos) << m;
+  // embedding: the position and shape are those of the user's ids, not the flattened ones
+  Tensor table = Tensor::arange(0, 12, 1, DType::F32).reshape({4, 3});
+  m = error_of([&] { table.embedding(i64({0, 3, 1, 2, 7, 0}, {2, 3})); }, ErrorKind::Index);
+  EXPECT_EQ(m.find("index_select"), std::string::npos) << m;
+  EXPECT_NE(m.find("embedding: id 7 at position [1, 1] of the ids [2, 3]"), std::string::npos) << m;
+  EXPECT_NE(m.find("0..3"), std::string::npos) << m;
+  m = error_of([&] { table.embedding(f32({0, 1}, {2})); }, ErrorKind::DType);
+  EXPECT_NE(m.find("embedding"), std::string::npos) << m;
+  EXPECT_EQ(m.find("index_select"), std::string::npos) << m;
+  // slice_scatter with a start so large that start + len wraps
+  m = error_of([&] { x.slice_scatter(f32({7, 7}, {2, 1}), 1, SIZE_MAX); }, ErrorKind::Shape);
+  EXPECT_NE(m.find("slice_scatter"), std::string::npos) << m;
+  EXPECT_EQ(m.find("narrow"), std::string::npos) << m;
+  m = error_of([&] { x.slice_scatter(f32({7, 7}, {2, 1}), 1, 3); }, ErrorKind::Shape);
+  EXPECT_NE(m.find("slice_scatter"), std::string::npos) << m;
+  m = error_of([&] { x.slice_assign({{0, 5}}, x); }, ErrorKind::Shape);
+  EXPECT_NE(m.find("slice_assign"), std::string::npos) << m;
+  EXPECT_EQ(m.find("index:"), std::string::npos) << m;
+}
+
+// ---- Tensor::index with an end before the start: an empty dim (Candle's t.i(1..0))
+TEST(IndexingRanges, EndBeforeStartIsEmpty) {
+  Tensor x = f32({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(x.index({{1, 0}}).shape(), (Shape{0, 3}));
+  EXPECT_EQ(x.index({{0, 2}, {2, 1}}).shape(), (Shape{2, 0}));
+  EXPECT_EQ(x.index({{2, 0}}).shape(), (Shape{0, 3}));   // start == size: still a valid start
+  EXPECT_EQ(x.index({{1, -3}}).shape(), (Shape{0, 3}));  // end -3 is 0 here, before start 1
+  EXPECT_EQ(x.index({{-1, 0}}).shape(), (Shape{0, 3}));  // start -1 is 1
+  EXPECT_EQ(x.index({{0, 1}, {3, 2}}).shape(), (Shape{1, 0}));
+  EXPECT_TRUE(all_close(x.index({{1, 2}, {1, -1}}), {5, 6}, 0, 0));  // ordinary ranges unchanged
+  EXPECT_THROW(x.index({{3, 1}}), Error);  // start past the end
+  EXPECT_THROW(x.index({{0, 3}}), Error);  // end past the end
+  EXPECT_THROW(x.index({{-3, 1}}), Error);
+  // an empty region assigns nothing
+  Tensor r = x.slice_assign({{1, 0}}, Tensor::zeros({0, 3}, DType::F32));
+  EXPECT_TRUE(all_close(r, {1, 2, 3, 4, 5, 6}, 0, 0));
 }

@@ -33,7 +33,8 @@ class Scalar {
   bool is_int_;
 };
 
-// A range of one dim for Tensor::index: [start, end), end = -1 meaning "to the end".
+// A range of one dim for Tensor::index: [start, end), end = -1 meaning "to the end". An end
+// before the start selects an empty dim (Candle's t.i(1..0)).
 struct Range {
   int64_t start = 0, end = -1;
 };

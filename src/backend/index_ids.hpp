@@ -12,11 +12,30 @@
 
 namespace wick {
 
+// Candle's padding / ignore id: an id equal to its dtype's maximum (u8 255, u32 0xffffffff,
+// i16 32767, i32 2^31 - 1, i64 2^63 - 1) reads as zero in index_select/gather (a zero row of an
+// embedding) and is skipped by scatter/scatter_add/index_add. It is never out of range.
+template <class I> WICK_HD constexpr I sentinel_id() {
+  using U = std::make_unsigned_t<I>;
+  return std::is_signed_v<I> ? I(U(U(~U(0)) >> 1)) : I(~U(0));
+}
+template <class I> WICK_HD constexpr bool is_sentinel_id(I v) { return v == sentinel_id<I>(); }
+static_assert(sentinel_id<uint8_t>() == 255 && sentinel_id<uint32_t>() == 0xffffffffu &&
+              sentinel_id<int16_t>() == 32767 && sentinel_id<int32_t>() == INT32_MAX &&
+              sentinel_id<int64_t>() == INT64_MAX);
+
+// Outside [0, limit) and not the sentinel: the ids every backend rejects with Error(Index).
 template <class I>
 WICK_HD bool id_out_of_range(I v, uint64_t limit) {
+  if (is_sentinel_id(v)) return false;
   if constexpr (std::is_signed_v<I>)
     if (v < 0) return true;
   return uint64_t(v) >= limit;
+}
+
+// What index_select/gather read for id v from s (stride dim_stride along the indexed dim).
+template <class T, class I> WICK_HD T read_at_id(const T* s, I v, int64_t dim_stride) {
+  return is_sentinel_id(v) ? T{} : s[int64_t(v) * dim_stride];
 }
 
 // "[i, j, ...]": the row-major position flat within shape s.

@@ -18,6 +18,40 @@ void check_ids(const Tensor& self, const Tensor& ids, const char* op) {
 
 std::string dim_str(size_t d) { return "dim " + std::to_string(d); }
 
+// Backend entries report a bad id under their own name (scatter_set, index_select); this runs
+// one and re-throws its Error(Index) under the name of the op the user called. With ids_shape,
+// the position "[p]" in the flattened ids the entry saw is given back in the user's ids shape.
+template <class F>
+auto as_op(const char* op, const char* entry, F&& f, const Shape* ids_shape = nullptr) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Index) throw;
+    std::string m = e.what();
+    const std::string from = std::string(entry) + ": ";
+    const size_t at = m.find(from);
+    if (at == std::string::npos) throw;
+    m = std::string(op) + ": " + m.substr(at + from.size());
+    const std::string pos_key = " at position [", ids_key = "] of the ids ";
+    const size_t p0 = m.find(pos_key), p1 = m.find(ids_key);
+    if (ids_shape && p0 != std::string::npos && p1 != std::string::npos && p1 > p0) {
+      size_t flat = std::stoull(m.substr(p0 + pos_key.size(), p1 - p0 - pos_key.size()));
+      std::vector<size_t> idx(ids_shape->size());
+      for (size_t d = idx.size(); d-- > 0;) {
+        const size_t n = (*ids_shape)[d];
+        idx[d] = n ? flat % n : 0;
+        flat = n ? flat / n : 0;
+      }
+      std::string where = "[";
+      for (size_t d = 0; d < idx.size(); ++d) where += (d ? ", " : "") + std::to_string(idx[d]);
+      const size_t shape_end = m.find(']', p1 + ids_key.size());
+      m = m.substr(0, p0) + pos_key.substr(0, pos_key.size() - 1) + where + ids_key + shape_str(*ids_shape) +
+          m.substr(shape_end + 1);
+    }
+    throw Error(ErrorKind::Index, m);
+  }
+}
+
 // The shapes of scatter/scatter_add (torch.scatter): same rank, ids <= src everywhere and
 // ids <= self outside dim. Returns src narrowed to ids' shape.
 Tensor check_scatter(const Tensor& self, const Tensor& ids, const Tensor& src, size_t dim, const char* op) {
@@ -104,7 +138,9 @@ Tensor Tensor::scatter(const Tensor& ids, const Tensor& src, int64_t dim) const 
   size_t d = norm_dim(dim, rank(), "scatter");
   Tensor s = check_scatter(*this, ids, src, d, "scatter");
   Tensor out = copy();
-  out.storage()->scatter_set(out.layout(), *ids.storage(), ids.layout(), *s.storage(), s.layout(), d);
+  as_op("scatter", "scatter_set", [&] {
+    out.storage()->scatter_set(out.layout(), *ids.storage(), ids.layout(), *s.storage(), s.layout(), d);
+  });
   return out;
 }
 
@@ -113,7 +149,9 @@ Tensor Tensor::scatter_add(const Tensor& ids, const Tensor& src, int64_t dim) co
   size_t d = norm_dim(dim, rank(), "scatter_add");
   Tensor s = check_scatter(*this, ids, src, d, "scatter_add");
   Tensor out = copy();
-  out.storage()->scatter_add_set(out.layout(), *ids.storage(), ids.layout(), *s.storage(), s.layout(), d);
+  as_op("scatter_add", "scatter_add_set", [&] {
+    out.storage()->scatter_add_set(out.layout(), *ids.storage(), ids.layout(), *s.storage(), s.layout(), d);
+  });
   return out;
 }
 
@@ -138,18 +176,30 @@ Tensor Tensor::index_add(const Tensor& ids, const Tensor& src, int64_t dim) cons
 Tensor Tensor::embedding(const Tensor& ids) const {
   check_defined(*this, "embedding");
   check_defined(ids, "embedding");
+  check_ids(*this, ids, "embedding");
   if (rank() != 2)
     throw Error(ErrorKind::Shape, "embedding: the table must be 2-D (vocab, hidden), got " + describe(*this));
   Shape out = ids.shape();
   out.push_back(shape()[1]);
-  return index_select(ids.flatten_all(), 0).reshape(out);
+  const Tensor flat = ids.flatten_all();
+  return as_op(
+      "embedding", "index_select",
+      [&] { return wrap_like(storage_->index_select(*flat.storage(), layout_, flat.layout(), 0), out, *this); },
+      &ids.shape());
 }
 
 Tensor Tensor::slice_assign(const std::vector<Range>& ranges, const Tensor& src) const {
   check_defined(*this, "slice_assign");
   check_same_device(*this, src, "slice_assign");
   check_same_dtype(*this, src, "slice_assign");
-  Tensor region_shape_probe = index(ranges);
+  Tensor region_shape_probe;
+  try {
+    region_shape_probe = index(ranges);
+  } catch (const Error& e) {
+    std::string m = e.what();  // "...index: range ..." -> "slice_assign: range ..."
+    const size_t at = m.find("index: ");
+    throw Error(e.kind(), "slice_assign: " + (at == std::string::npos ? m : m.substr(at + 7)));
+  }
   if (region_shape_probe.shape() != src.shape())
     throw Error(ErrorKind::Shape, "slice_assign: the ranges select " + shape_str(region_shape_probe.shape()) +
                                       " of " + describe(*this) + " but src is " + describe(src) +
@@ -166,7 +216,7 @@ Tensor Tensor::slice_scatter(const Tensor& src, int64_t dim, size_t start) const
   size_t d = norm_dim(dim, rank(), "slice_scatter");
   bool ok = src.rank() == rank();
   for (size_t i = 0; ok && i < rank(); ++i) ok = i == d || src.shape()[i] == shape()[i];
-  if (!ok || start + src.shape()[d] > shape()[d])
+  if (!ok || start > shape()[d] || src.shape()[d] > shape()[d] - start)  // no wrap for a huge start
     throw Error(ErrorKind::Shape, "slice_scatter: src " + describe(src) + " must match self " + describe(*this) +
                                       " outside " + dim_str(d) + " and fit at start " + std::to_string(start) +
                                       " along it");
@@ -204,6 +254,7 @@ Tensor Tensor::repeat(const Shape& times) const {
     wide.push_back(in[i]);
     out.push_back(times[i] * in[i]);
   }
+  checked_numel(wide, "repeat");  // the repeated element count must fit (issue 7)
   Tensor r = reshape(unsq).broadcast_as(wide);
   return r.copy().reshape(out);
 }

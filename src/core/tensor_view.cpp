@@ -19,11 +19,12 @@ Tensor Tensor::index(const std::vector<Range>& ranges) const {
     int64_t n = int64_t(l.shape[d]);
     int64_t s = ranges[d].start < 0 ? ranges[d].start + n : ranges[d].start;
     int64_t e = ranges[d].end < 0 ? ranges[d].end + n + 1 : ranges[d].end;  // -1 means the end
-    if (s < 0 || e > n || s > e)
+    // An end before the start selects nothing (Candle's t.i(1..0)); the start must lie in [0, n].
+    if (s < 0 || s > n || e > n)
       throw Error(ErrorKind::Shape, "index: range [" + std::to_string(ranges[d].start) + ", " +
                                         std::to_string(ranges[d].end) + ") is out of bounds for dim " +
                                         std::to_string(d) + " of " + describe(*this));
-    l = l.narrow(d, size_t(s), size_t(e - s));
+    l = l.narrow(d, size_t(s), size_t(e > s ? e - s : 0));
   }
   return view(*this, l);
 }

@@ -1,6 +1,8 @@
-// Cases: index_select, gather, scatter(+_add, in place with guard bytes), index_add, embedding,
-// one_hot, slice_assign/slice_scatter, flip, pad, tril/triu, repeat.
+// Cases: index_select, gather, scatter(+_add, in place with guard bytes), index_add, embedding
+// (each also with sentinel ids), one_hot, slice_assign/slice_scatter, flip, pad, tril/triu, repeat.
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "check/cases.hpp"
 
@@ -20,6 +22,28 @@ std::vector<std::pair<DType, std::vector<DType>>> id_plans() {
 }
 
 std::string ids_name(DType idt) { return std::string("ids=") + dtype_name(idt); }
+
+// The sentinel id of idt (its maximum: a zero read, a skipped write), as an int64.
+int64_t sentinel_of(DType idt) {
+  switch (idt) {
+    case DType::U8: return 255;
+    case DType::U32: return 4294967295LL;
+    case DType::I16: return 32767;
+    case DType::I32: return 2147483647LL;
+    default: return INT64_MAX;
+  }
+}
+
+// in.ids(...) with about a third of the positions (seeded) replaced by the sentinel, laid out
+// as the case asks. Replacing ids keeps the others distinct where unique_along asked for it.
+Tensor ids_with_sentinels(const Inputs& in, const Shape& shape, uint64_t seed, size_t limit, DType idt,
+                          int unique_along = -1) {
+  Tensor base = in.ids(shape, seed, limit, idt, unique_along).to_dtype(DType::I64).to_device(Device::cpu());
+  std::vector<int64_t> v = base.contiguous().to_vector<int64_t>();
+  for (size_t i = 0; i < v.size(); ++i)
+    if ((i * 2654435761u + seed) % 3 == 0) v[i] = sentinel_of(idt);
+  return in.lay(Tensor::from_vector(v, shape).to_dtype(idt));
+}
 
 // Elements of `got` outside the assigned block [r0, r0+rn) x [c0, c0+cn) must equal `orig`.
 void check_untouched(const Tensor& got, const Tensor& orig, size_t r0, size_t rn, size_t c0, size_t cn) {
@@ -81,6 +105,50 @@ void add_index_cases(std::vector<Case>& out) {
     });
     add(out, "one_hot", ids_name(idt), dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
       return {Tensor::one_hot(in.ids({in.n(6), 4}, 329, 10, idt), 10, in.dtype())};
+    });
+  }
+  // The sentinel id: zero rows / elements from index_select, gather and embedding; skipped
+  // writes in scatter, scatter_add (also in place) and index_add (80 ids take the GPU's sorted
+  // index_add path).
+  for (auto& [idt, dtypes] : id_plans()) {
+    const std::string v = "sentinel," + ids_name(idt);
+    add(out, "index_select", "dim=0," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      return {in.x({17, 33}, 351).index_select(ids_with_sentinels(in, {in.n(7)}, 352, 17, idt), 0)};
+    });
+    add(out, "index_select", "dim=1," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      return {in.x({in.n(17), 33}, 353).index_select(ids_with_sentinels(in, {9}, 354, 33, idt), 1)};
+    });
+    add(out, "gather", "dim=1," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      return {in.x({17, 33}, 355).gather(ids_with_sentinels(in, {in.n(17), 5}, 356, 33, idt), 1)};
+    });
+    add(out, "scatter", "dim=1," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      Tensor ids = ids_with_sentinels(in, {in.n(17), 5}, 357, 33, idt, 1);
+      return {in.x({in.n(17), 33}, 358).scatter(ids, in.x({in.n(17), 5}, 359), 1)};
+    });
+    add(out, "scatter_add", "dim=0," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      Tensor ids = ids_with_sentinels(in, {6, in.n(33)}, 360, 17, idt);
+      return {in.x({17, in.n(33)}, 361).scatter_add(ids, in.x({6, in.n(33)}, 362), 0)};
+    });
+    add(out, "scatter_set", "dim=1," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      Tensor dst = in.guarded({in.n(17), 33}, 363);
+      dst.scatter_set(ids_with_sentinels(in, {in.n(17), 5}, 364, 33, idt, 1), in.x({in.n(17), 5}, 365), 1);
+      return {dst};
+    });
+    add(out, "scatter_add_set", "dim=0," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      Tensor dst = in.guarded({17, in.n(33)}, 366);
+      dst.scatter_add_set(ids_with_sentinels(in, {6, in.n(33)}, 367, 17, idt), in.x({6, in.n(33)}, 368), 0);
+      return {dst};
+    });
+    add(out, "index_add", "dim=0," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      return {in.x({17, 33}, 369).index_add(ids_with_sentinels(in, {in.n(80)}, 370, 17, idt), in.x({in.n(80), 33}, 371),
+                                            0)};
+    });
+    add(out, "index_add", "dim=1," + v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      return {in.x({in.n(17), 33}, 372).index_add(ids_with_sentinels(in, {5}, 373, 33, idt), in.x({in.n(17), 5}, 374),
+                                                  1)};
+    });
+    add(out, "embedding", v, dtypes, [idt](Inputs& in) -> std::vector<Tensor> {
+      return {in.x({20, 33}, 375).embedding(ids_with_sentinels(in, {in.n(6), 4}, 376, 20, idt))};
     });
   }
   add(out, "slice_assign", "", kAll, [](Inputs& in) -> std::vector<Tensor> {

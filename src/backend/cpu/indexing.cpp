@@ -5,6 +5,7 @@
 // All five entries reduce to two kernels over "id-augmented" layouts: the data operand gets
 // stride 0 along `dim` and the id, multiplied by the data's stride along `dim`, is added per
 // element. index_select and index_add use the 1-D ids broadcast (stride 0) over the other dims.
+// The sentinel id (the id dtype's maximum, index_ids.hpp) reads as zero and writes nothing.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -21,8 +22,8 @@
 namespace wick::cpu {
 namespace {
 
-// Throws Error(Index) for the first id (row-major) outside [0, limit). Broadcast dims of the
-// ids are read once (ids_to_validate).
+// Throws Error(Index) for the first id (row-major) outside [0, limit) that is not the sentinel.
+// Broadcast dims of the ids are read once (ids_to_validate).
 template <class I>
 void validate_ids(const I* ids, const Layout& ids_l, size_t limit, size_t dim, const char* op) {
   const Layout l = ids_to_validate(ids_l);
@@ -70,6 +71,10 @@ void gather_kernel(T* out, const Shape& shape, const T* src, const Layout& src_l
       const T* s = src + offs[0];
       const I* id = ids + offs[1];
       if (inner[1] == 0) {  // one id for the whole run: a row copy (index_select, embedding)
+        if (is_sentinel_id(*id)) {  // a padding id: a zero row
+          std::fill(o, o + len, T{});
+          return;
+        }
         const T* row = s + int64_t(*id) * dim_stride;
         if (inner[0] == 1)
           std::copy(row, row + len, o);
@@ -77,7 +82,7 @@ void gather_kernel(T* out, const Shape& shape, const T* src, const Layout& src_l
           for (size_t j = 0; j < len; ++j) o[j] = row[int64_t(j) * inner[0]];
       } else {
         for (size_t j = 0; j < len; ++j)
-          o[j] = s[int64_t(j) * inner[0] + int64_t(id[int64_t(j) * inner[1]]) * dim_stride];
+          o[j] = read_at_id(s + int64_t(j) * inner[0], id[int64_t(j) * inner[1]], dim_stride);
       }
     });
   });
@@ -124,9 +129,11 @@ void scatter_kernel(T* dst, const Layout& dst_l, const I* ids, const Layout& ids
           T* d0 = dst + offs[0];
           const I* id = ids + int64_t(offs[1]) + int64_t(k) * ids_ds;
           const T* s = src + int64_t(offs[2]) + int64_t(k) * src_ds;
-          for (size_t j = 0; j < len; ++j)
-            put<kAdd>(d0[int64_t(j) * inner[0] + int64_t(id[int64_t(j) * inner[1]]) * dim_stride],
-                      s[int64_t(j) * inner[2]]);
+          for (size_t j = 0; j < len; ++j) {
+            const I v = id[int64_t(j) * inner[1]];
+            if (!is_sentinel_id(v))
+              put<kAdd>(d0[int64_t(j) * inner[0] + int64_t(v) * dim_stride], s[int64_t(j) * inner[2]]);
+          }
         });
     };
   } else {
@@ -137,8 +144,10 @@ void scatter_kernel(T* dst, const Layout& dst_l, const I* ids, const Layout& ids
           T* d0 = dst + int64_t(offs[0]) + int64_t(j) * inner[0];
           const I* id = ids + int64_t(offs[1]) + int64_t(j) * inner[1];
           const T* s = src + int64_t(offs[2]) + int64_t(j) * inner[2];
-          for (size_t k = 0; k < len_dim; ++k)
-            put<kAdd>(d0[int64_t(id[int64_t(k) * ids_ds]) * dim_stride], s[int64_t(k) * src_ds]);
+          for (size_t k = 0; k < len_dim; ++k) {
+            const I v = id[int64_t(k) * ids_ds];
+            if (!is_sentinel_id(v)) put<kAdd>(d0[int64_t(v) * dim_stride], s[int64_t(k) * src_ds]);
+          }
         }
       });
     };

@@ -6,6 +6,7 @@
 // so a bad id leaves every tensor unchanged. Scatters give one thread to each "line" (a
 // position outside `dim`) which walks its ids along `dim` in order: duplicate ids then apply
 // in the CPU's order (last write wins, adds in order) with no atomics, deterministically.
+// The sentinel id (the id dtype's maximum, index_ids.hpp) reads as zero and writes nothing.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -21,7 +22,8 @@
 namespace wick::gpu {
 namespace {
 
-// Flags the ids outside [0, limit) and keeps the smallest row-major position among them.
+// Flags the ids outside [0, limit) (the sentinel is not) and keeps the smallest row-major
+// position among them.
 template <class I>
 __global__ void validate_kernel(const I* __restrict__ ids, int64_t n, StridedDesc<1> d, int64_t base, uint64_t limit,
                                 int* flag, unsigned long long* first) {
@@ -71,7 +73,7 @@ __global__ void gather_kernel(T* __restrict__ out, int64_t n, StridedDesc<2> d, 
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[2];
     d.offsets_of(i, o);
-    out[i] = src[o[0] + int64_t(ids[o[1]]) * dim_stride];
+    out[i] = read_at_id(src + o[0], ids[o[1]], dim_stride);
   }
 }
 
@@ -117,7 +119,10 @@ __global__ void scatter_lines_kernel(T* __restrict__ dst, int64_t lines, Strided
     T* d0 = dst + o[0];
     const I* id = ids + o[1];
     const T* sv = src + o[2];
-    for (int64_t k = 0; k < w.len_dim; ++k) put<kAdd>(d0[int64_t(id[k * w.ids_ds]) * w.dim_stride], sv[k * w.src_ds]);
+    for (int64_t k = 0; k < w.len_dim; ++k) {
+      const I v = id[k * w.ids_ds];
+      if (!is_sentinel_id(v)) put<kAdd>(d0[int64_t(v) * w.dim_stride], sv[k * w.src_ds]);
+    }
   }
 }
 
@@ -133,7 +138,8 @@ __global__ void scatter_serial_kernel(T* dst, int64_t lines, StridedDesc<3> d, c
       const int64_t t = k_outer ? b : a, k = k_outer ? a : b;
       int64_t o[3];
       d.offsets_of(t, o);
-      put<kAdd>(dst[o[0] + int64_t(ids[o[1] + k * w.ids_ds]) * w.dim_stride], src[o[2] + k * w.src_ds]);
+      const I v = ids[o[1] + k * w.ids_ds];
+      if (!is_sentinel_id(v)) put<kAdd>(dst[o[0] + int64_t(v) * w.dim_stride], src[o[2] + k * w.src_ds]);
     }
   }
 }
@@ -169,7 +175,8 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
 // index_add with few lines and many ids (an embedding gradient): one thread per (sorted id
 // position k, line) where k starts a run of equal ids; it adds the run's src rows in order.
 // perm is a stable arg_sort of the ids, so each destination element receives its adds in the
-// original order of k, exactly as on the CPU, with all runs in parallel.
+// original order of k, exactly as on the CPU, with all runs in parallel. The sentinel (the
+// largest id value, so the last run) adds nothing.
 template <class T, class I>
 __global__ void index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<2> d,
                                         const I* __restrict__ ids, int64_t ids_s, const uint32_t* __restrict__ perm,
@@ -177,7 +184,9 @@ __global__ void index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, Stri
   const int64_t n = n_ids * lines, step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
     const int64_t k = t / lines, line = t - k * lines;
-    const int64_t id = int64_t(ids[int64_t(perm[k]) * ids_s]);
+    const I raw = ids[int64_t(perm[k]) * ids_s];
+    if (is_sentinel_id(raw)) continue;
+    const int64_t id = int64_t(raw);
     if (k > 0 && int64_t(ids[int64_t(perm[k - 1]) * ids_s]) == id) continue;
     int64_t o[2];
     d.offsets_of(line, o);
