@@ -1,6 +1,7 @@
 // Fused nn ops on the CPU: softmax/log_softmax, rms/layer norm, rope (3 kinds), silu_mul/swiglu,
 // attention. Expected values come from tests/fixtures/nn.json (gen_nn.py: PyTorch or NumPy in
 // f64) or from hand arithmetic here. Fixture inputs are exact in each dtype a case lists.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -386,7 +387,6 @@ TEST(NnErrors, Shapes) {
   expect_shape_error([&] { x.rms_norm(Tensor::ones({5}, DType::F32), 1e-5); }, "weight size");
   expect_shape_error([&] { x.rms_norm(Tensor::ones({1, 4}, DType::F32), 1e-5); }, "weight rank");
   expect_shape_error([&] { x.layer_norm(Tensor(), Tensor::ones({3}, DType::F32), 1e-5); }, "bias size");
-  expect_shape_error([&] { x.rms_norm(Tensor(), -1.0); }, "negative eps");
   expect_shape_error([&] { Tensor::zeros({}, DType::F32).softmax_last_dim(); }, "scalar softmax");
   expect_shape_error([&] { Tensor::zeros({2, 5}, DType::F32).swiglu(); }, "odd swiglu");
   expect_shape_error([&] { x.silu_mul(Tensor::zeros({3, 4}, DType::F32)); }, "silu_mul shapes");
@@ -410,6 +410,111 @@ TEST(NnErrors, Shapes) {
   expect_shape_error([&] { attention(q4, Tensor::zeros({1, 2, 4, 7}, DType::F32), kv); }, "k head dim");
   expect_shape_error([&] { attention(q4, Tensor::zeros({2, 2, 4, 8}, DType::F32), kv); }, "k batch");
   expect_shape_error([&] { attention(q4.squeeze(0), kv, kv); }, "rank 3 q");
-  expect_shape_error([&] { attention(q4, kv, kv, false, std::numeric_limits<double>::infinity()); }, "inf scale");
+}
+
+// A bad eps or scale is an argument error (the shapes are fine), naming the op.
+TEST(NnErrors, ArgumentsAreArgumentErrors) {
+  Tensor x = Tensor::zeros({2, 4}, DType::F32);
+  Tensor q = Tensor::zeros({1, 2, 5, 8}, DType::F32), kv = Tensor::zeros({1, 2, 5, 8}, DType::F32);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto expect_argument_error = [](auto&& f, const char* op, const char* what) {
+    try {
+      f();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Argument) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  expect_argument_error([&] { x.rms_norm(Tensor(), -1.0); }, "rms_norm", "negative eps");
+  expect_argument_error([&] { x.rms_norm(Tensor(), nan); }, "rms_norm", "NaN eps");
+  expect_argument_error([&] { x.layer_norm(Tensor(), Tensor(), -1e-5); }, "layer_norm", "negative eps");
+  expect_argument_error([&] { x.layer_norm(Tensor(), Tensor(), nan); }, "layer_norm", "NaN eps");
+  expect_argument_error([&] { attention(q, kv, kv, false, inf); }, "attention", "inf scale");
+  expect_argument_error([&] { attention(q, kv, kv, false, nan); }, "attention", "NaN scale");
+  expect_argument_error([&] { attention(q, kv, kv, true, -inf); }, "attention", "-inf scale");
+  EXPECT_NO_THROW(x.rms_norm(Tensor(), 0.0));  // eps = 0 is allowed
+}
+
+// ---- softmax / log_softmax over any dim, against f64 arithmetic done here.
+namespace {
+
+// softmax (or log_softmax) of the row-major values v of shape s along dim d, in f64.
+std::vector<double> softmax_ref(const std::vector<double>& v, const Shape& s, size_t d, bool log) {
+  size_t inner = 1, outer = 1;
+  for (size_t i = d + 1; i < s.size(); ++i) inner *= s[i];
+  for (size_t i = 0; i < d; ++i) outer *= s[i];
+  const size_t n = s[d];
+  std::vector<double> out(v.size());
+  for (size_t o = 0; o < outer; ++o)
+    for (size_t in = 0; in < inner; ++in) {
+      auto at = [&](size_t k) { return (o * n + k) * inner + in; };
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (size_t k = 0; k < n; ++k) mx = std::max(mx, v[at(k)]);
+      for (size_t k = 0; k < n; ++k) sum += std::exp(v[at(k)] - mx);
+      for (size_t k = 0; k < n; ++k)
+        out[at(k)] = log ? v[at(k)] - mx - std::log(sum) : std::exp(v[at(k)] - mx) / sum;
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST(NnSoftmaxDim, EveryDimEveryFloatDTypeAndLayout) {
+  const Shape s{3, 4, 5};
+  std::vector<double> v(60);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(int(i * 7 % 23) - 11) / 4.0;  // exact in f8e4m3 too
+  for (DType dt : kFloatDTypes) {
+    Tensor x0 = Tensor::from_vector(v, s).to_dtype(dt);
+    const std::vector<double> xv = wick::test::values(x0);  // the values as rounded to dt
+    for (int64_t dim : {0, 1, 2, -1, -2, -3}) {
+      const size_t d = size_t(dim < 0 ? dim + 3 : dim);
+      for (bool log : {false, true}) {
+        const std::vector<double> want = softmax_ref(xv, s, d, log);
+        for (const auto& [name, x] : layouts(x0)) {
+          SCOPED_TRACE(std::string(dtype_name(dt)) + " dim " + std::to_string(dim) + (log ? " log " : " ") + name);
+          Tensor got = log ? x.log_softmax(dim) : x.softmax(dim);
+          // log_softmax values reach ~-8: f8e4m3 rounds them with a step of 0.5 there
+          EXPECT_TRUE(close(got, dt, s, want, log && dt == DType::F8E4M3 ? 4.0 : 1.0));
+        }
+      }
+    }
+  }
+}
+
+TEST(NnSoftmaxDim, ColumnsSumToOneAndLastDimIsTheFusedOp) {
+  Tensor x = Tensor::randn({6, 9}, DType::F32, Device::cpu(), 5);
+  std::vector<double> col = wick::test::values(x.softmax(0).sum({0}));
+  EXPECT_TRUE(all_close(col, std::vector<double>(9, 1.0), 1e-6, 1e-6));
+  EXPECT_TRUE(all_close(x.softmax(-1), wick::test::values(x.softmax_last_dim()), 0, 0));
+  EXPECT_TRUE(all_close(x.log_softmax(1), wick::test::values(x.log_softmax_last_dim()), 0, 0));
+  // a -inf entry gets probability 0; a column of only -inf is NaN (as softmax_last_dim)
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor y = Tensor::from_vector(std::vector<double>{0, -inf, -inf, -inf}, {2, 2});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(all_close(y.softmax(0), {1, nan, 0, nan}, 0, 0));
+}
+
+TEST(NnSoftmaxDim, Errors) {
+  Tensor x = Tensor::zeros({2, 3}, DType::F32);
+  for (int64_t bad : {2, -3}) {
+    try {
+      x.softmax(bad);
+      ADD_FAILURE() << "dim " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Shape);
+      EXPECT_NE(std::string(e.what()).find("softmax"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(x.log_softmax(bad), Error);
+  }
+  try {
+    Tensor::zeros({2, 3}, DType::I64).log_softmax(0);
+    ADD_FAILURE() << "integer log_softmax accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::DType);
+    EXPECT_NE(std::string(e.what()).find("log_softmax"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Tensor::zeros({}, DType::F32).softmax(0), Error);
+  EXPECT_EQ(Tensor::zeros({0, 3}, DType::F32).softmax(0).shape(), (Shape{0, 3}));
 }
 

@@ -141,6 +141,9 @@ class Tensor {
   Tensor ceil() const;
   Tensor floor() const;
   Tensor round() const;  // half away from zero, as Candle (Rust f32::round)
+  // round(x * 10^decimals) / 10^decimals, as Candle (src/core/tensor_composite.cpp); decimals < 0
+  // rounds to tens, hundreds, ... Integers: unchanged for decimals >= 0 (see docs/semantics.md).
+  Tensor round_to(int decimals) const;
   Tensor sign() const;
   Tensor affine(double mul, double add) const;  // x * mul + add
   Tensor powf(double e) const;
@@ -234,6 +237,10 @@ class Tensor {
   // round once. Strided inputs are accepted (made contiguous first where the kernel needs it).
   Tensor softmax_last_dim() const;
   Tensor log_softmax_last_dim() const;
+  // Over any dim (negative counts from the end), as candle_nn::ops::softmax / log_softmax: the
+  // last dim runs the fused kernel; another dim is moved last, computed, and moved back.
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
   // x / sqrt(mean(x^2, last dim) + eps) * weight; weight (last dim) may be an undefined Tensor().
   Tensor rms_norm(const Tensor& weight, double eps) const;
   // (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased var, as PyTorch);

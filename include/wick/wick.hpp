@@ -5,5 +5,6 @@
 #include "wick/error.hpp"
 #include "wick/io.hpp"
 #include "wick/layout.hpp"
+#include "wick/nn.hpp"
 #include "wick/tensor.hpp"
 #include "wick/version.hpp"

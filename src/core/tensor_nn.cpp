@@ -34,7 +34,8 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
   check_norm_param(w, x, op, "weight");
   check_norm_param(b, x, op, "bias");
   if (!(eps >= 0))
-    throw Error(ErrorKind::Shape, std::string(op) + ": eps must be >= 0, got " + std::to_string(eps));
+    throw Error(ErrorKind::Argument, std::string(op) + ": eps must be >= 0 (and not NaN), got " + std::to_string(eps) +
+                                         "; a typical value is 1e-5 or 1e-6");
   Tensor xd = x.contiguous(), wd, bd;
   NormArgs a;
   a.eps = eps;
@@ -79,6 +80,17 @@ Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind
                    x.shape(), x);
 }
 
+// softmax / log_softmax over any dim: the last dim is the fused kernel; another dim is moved
+// last (transpose + the kernel's contiguous copy), computed there and transposed back (a view).
+Tensor softmax_dim(const Tensor& x, int64_t dim, bool log, const char* op) {
+  check_nn_input(x, op);
+  const size_t d = norm_dim(dim, x.rank(), op);
+  const int64_t last = int64_t(x.rank()) - 1;
+  auto fused = [log](const Tensor& t) { return log ? t.log_softmax_last_dim() : t.softmax_last_dim(); };
+  if (int64_t(d) == last) return fused(x);
+  return fused(x.transpose(int64_t(d), last)).transpose(int64_t(d), last);
+}
+
 // A rank-4 view whose last dim has stride 1 (copied when it does not).
 Tensor unit_last(const Tensor& t) { return (t.dim(3) <= 1 || t.layout().strides[3] == 1) ? t : t.contiguous(); }
 
@@ -95,6 +107,9 @@ Tensor Tensor::log_softmax_last_dim() const {
   Tensor x = contiguous();
   return wrap_like(x.storage()->softmax_last_dim(x.layout(), true), shape(), *this);
 }
+
+Tensor Tensor::softmax(int64_t dim) const { return softmax_dim(*this, dim, false, "softmax"); }
+Tensor Tensor::log_softmax(int64_t dim) const { return softmax_dim(*this, dim, true, "log_softmax"); }
 
 Tensor Tensor::rms_norm(const Tensor& weight, double eps) const {
   return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm");
@@ -164,7 +179,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
     throw Error(ErrorKind::Shape, std::string(op) + ": no keys to attend to (" + shapes + ")");
   const double sc = scale ? *scale : (d == 0 ? 1.0 : 1.0 / std::sqrt(double(d)));
   if (!std::isfinite(sc))
-    throw Error(ErrorKind::Shape, std::string(op) + ": scale must be finite, got " + std::to_string(sc));
+    throw Error(ErrorKind::Argument, std::string(op) + ": scale must be finite, got " + std::to_string(sc) +
+                                         "; leave it unset for the default 1/sqrt(head_dim)");
   Tensor qd = unit_last(q), kd = unit_last(k), vd = unit_last(v);
   AttentionDims a{b, hq, hkv, tq, tkv, d, dv, sc, causal};
   return wrap_like(qd.storage()->attention(qd.layout(), *kd.storage(), kd.layout(), *vd.storage(), vd.layout(), a),

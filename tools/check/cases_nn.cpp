@@ -1,12 +1,14 @@
-// Cases: the fused nn ops. softmax / log_softmax, rms_norm and layer_norm (with and without
-// weight/bias), rope_i / rope / rope_thd (shared and per-batch cos/sin), silu_mul (same shape and
-// broadcast row), swiglu, attention (plain, causal, grouped-query, t_q < t_kv, explicit scale,
-// (b, t, h, d) storage). The Empty layout empties a row dim (rows, or t for rope/attention).
+// Cases: the fused nn ops. softmax / log_softmax (last dim and any dim), the losses (composites),
+// rms_norm and layer_norm (with and without weight/bias), rope_i / rope / rope_thd (shared and
+// per-batch cos/sin), silu_mul (same shape and broadcast row), swiglu, attention (plain, causal,
+// grouped-query, t_q < t_kv, explicit scale, (b, t, h, d) storage). The Empty layout empties a
+// row dim (rows, or t for rope/attention).
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "check/cases.hpp"
+#include "wick/nn.hpp"
 
 namespace wick::check {
 
@@ -45,6 +47,23 @@ void add_nn_cases(std::vector<Case>& out) {
   add(out, "softmax_last_dim", "x*1000", {DType::F32, DType::F64}, [](Inputs& in) -> std::vector<Tensor> {
     Tensor x = in.x({in.n(4), 33}, 405).affine(1000.0, 0.0);
     return {x.softmax_last_dim(), x.log_softmax_last_dim()};
+  });
+
+  // Any dim: a dim other than the last moves last, runs the fused kernel and moves back.
+  add(out, "softmax", "dim=0,1", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor x = in.x({in.n(5), 9, 17}, 406);
+    return {x.softmax(0), x.softmax(1), x.softmax(-1)};
+  });
+  add(out, "log_softmax", "dim=0,-2", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor x = in.x({9, in.n(5), 17}, 407);
+    return {x.log_softmax(0), x.log_softmax(-2)};
+  });
+  // Losses (composites): class ids against (N, C) rows, and element-wise pairs.
+  add(out, "loss", "", {DType::BF16, DType::F16, DType::F32, DType::F64}, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor logits = in.x({in.n(7), 11}, 408), ids = in.ids({in.n(7)}, 409, 11, DType::U32);
+    Tensor a = in.x({in.n(6), 13}, 410), b = in.x({in.n(6), 13}, 420, Values::Unit);
+    return {loss::cross_entropy(logits, ids), loss::nll(logits, ids), loss::mse(a, b), loss::huber(a, b, 0.75),
+            loss::binary_cross_entropy_with_logit(a, b.affine(0.5, 0.5))};
   });
 
   add(out, "rms_norm", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
