@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/checks.hpp"
+#include "ops/op_kinds.hpp"
 
 namespace wick {
 namespace {
@@ -47,26 +48,23 @@ Tensor scalar_like(const Tensor& t, Scalar s, const char* op) {
 
 }  // namespace
 
-Tensor Tensor::exp() const { return unary_op(*this, UnaryOp::Exp); }
-Tensor Tensor::log() const { return unary_op(*this, UnaryOp::Log); }
-Tensor Tensor::sin() const { return unary_op(*this, UnaryOp::Sin); }
-Tensor Tensor::cos() const { return unary_op(*this, UnaryOp::Cos); }
-Tensor Tensor::tanh() const { return unary_op(*this, UnaryOp::Tanh); }
-Tensor Tensor::neg() const { return unary_op(*this, UnaryOp::Neg); }
-Tensor Tensor::recip() const { return unary_op(*this, UnaryOp::Recip); }
-Tensor Tensor::sqr() const { return unary_op(*this, UnaryOp::Sqr); }
-Tensor Tensor::sqrt() const { return unary_op(*this, UnaryOp::Sqrt); }
-Tensor Tensor::abs() const { return unary_op(*this, UnaryOp::Abs); }
-Tensor Tensor::gelu() const { return unary_op(*this, UnaryOp::Gelu); }
-Tensor Tensor::gelu_erf() const { return unary_op(*this, UnaryOp::GeluErf); }
-Tensor Tensor::erf() const { return unary_op(*this, UnaryOp::Erf); }
-Tensor Tensor::relu() const { return unary_op(*this, UnaryOp::Relu); }
-Tensor Tensor::silu() const { return unary_op(*this, UnaryOp::Silu); }
-Tensor Tensor::sigmoid() const { return unary_op(*this, UnaryOp::Sigmoid); }
-Tensor Tensor::ceil() const { return unary_op(*this, UnaryOp::Ceil); }
-Tensor Tensor::floor() const { return unary_op(*this, UnaryOp::Floor); }
-Tensor Tensor::round() const { return unary_op(*this, UnaryOp::Round); }
-Tensor Tensor::sign() const { return unary_op(*this, UnaryOp::Sign); }
+// The one-line methods of every table op (src/ops/op_table.hpp): no per-op code here.
+#define WICK_UNARY_METHOD(E, n, ...) \
+  Tensor Tensor::n() const { return unary_op(*this, UnaryOp::E); }
+WICK_UNARY_OPS(WICK_UNARY_METHOD)
+#undef WICK_UNARY_METHOD
+
+#define WICK_BINARY_METHOD(E, n, ...)                                                                      \
+  Tensor Tensor::n(const Tensor& o) const { return binary_op(*this, o, BinaryOp::E); }                    \
+  Tensor Tensor::n(Scalar s) const { return binary_op(*this, scalar_like(*this, s, #n), BinaryOp::E); }
+WICK_BINARY_OPS(WICK_BINARY_METHOD)
+#undef WICK_BINARY_METHOD
+
+#define WICK_CMP_METHOD(E, n)                                                                               \
+  Tensor Tensor::n(const Tensor& o) const { return cmp_op(*this, o, CmpOp::E); }                          \
+  Tensor Tensor::n(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, #n), CmpOp::E); }
+WICK_CMP_OPS(WICK_CMP_METHOD)
+#undef WICK_CMP_METHOD
 
 Tensor Tensor::affine(double mul, double add) const {
   check_defined(*this, "affine");
@@ -85,13 +83,6 @@ Tensor Tensor::elu(double alpha) const {
   return wrap_like(storage_->elu(layout_, alpha), shape(), *this);
 }
 
-Tensor Tensor::add(const Tensor& o) const { return binary_op(*this, o, BinaryOp::Add); }
-Tensor Tensor::sub(const Tensor& o) const { return binary_op(*this, o, BinaryOp::Sub); }
-Tensor Tensor::mul(const Tensor& o) const { return binary_op(*this, o, BinaryOp::Mul); }
-Tensor Tensor::div(const Tensor& o) const { return binary_op(*this, o, BinaryOp::Div); }
-Tensor Tensor::maximum(const Tensor& o) const { return binary_op(*this, o, BinaryOp::Maximum); }
-Tensor Tensor::minimum(const Tensor& o) const { return binary_op(*this, o, BinaryOp::Minimum); }
-
 // Candle's pow: exp(log(x) * e), so negative bases give NaN.
 Tensor Tensor::pow(const Tensor& exponent) const {
   check_same_device(*this, exponent, "pow");
@@ -100,19 +91,6 @@ Tensor Tensor::pow(const Tensor& exponent) const {
   broadcast_shapes(shape(), exponent.shape(), "pow");
   return log().mul(exponent).exp();
 }
-
-Tensor Tensor::eq(const Tensor& o) const { return cmp_op(*this, o, CmpOp::Eq); }
-Tensor Tensor::ne(const Tensor& o) const { return cmp_op(*this, o, CmpOp::Ne); }
-Tensor Tensor::lt(const Tensor& o) const { return cmp_op(*this, o, CmpOp::Lt); }
-Tensor Tensor::le(const Tensor& o) const { return cmp_op(*this, o, CmpOp::Le); }
-Tensor Tensor::gt(const Tensor& o) const { return cmp_op(*this, o, CmpOp::Gt); }
-Tensor Tensor::ge(const Tensor& o) const { return cmp_op(*this, o, CmpOp::Ge); }
-Tensor Tensor::eq(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, "eq"), CmpOp::Eq); }
-Tensor Tensor::ne(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, "ne"), CmpOp::Ne); }
-Tensor Tensor::lt(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, "lt"), CmpOp::Lt); }
-Tensor Tensor::le(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, "le"), CmpOp::Le); }
-Tensor Tensor::gt(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, "gt"), CmpOp::Gt); }
-Tensor Tensor::ge(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, "ge"), CmpOp::Ge); }
 
 Tensor Tensor::where_cond(const Tensor& on_true, const Tensor& on_false) const {
   const char* op = "where_cond";
@@ -130,16 +108,5 @@ Tensor Tensor::where_cond(const Tensor& on_true, const Tensor& on_false) const {
 
 // Candle: maximum(lo) then minimum(hi), with lo and hi converted to this dtype.
 Tensor Tensor::clamp(Scalar lo, Scalar hi) const { return maximum(lo).minimum(hi); }
-
-Tensor Tensor::add(Scalar s) const { return binary_op(*this, scalar_like(*this, s, "add"), BinaryOp::Add); }
-Tensor Tensor::sub(Scalar s) const { return binary_op(*this, scalar_like(*this, s, "sub"), BinaryOp::Sub); }
-Tensor Tensor::mul(Scalar s) const { return binary_op(*this, scalar_like(*this, s, "mul"), BinaryOp::Mul); }
-Tensor Tensor::div(Scalar s) const { return binary_op(*this, scalar_like(*this, s, "div"), BinaryOp::Div); }
-Tensor Tensor::maximum(Scalar s) const {
-  return binary_op(*this, scalar_like(*this, s, "maximum"), BinaryOp::Maximum);
-}
-Tensor Tensor::minimum(Scalar s) const {
-  return binary_op(*this, scalar_like(*this, s, "minimum"), BinaryOp::Minimum);
-}
 
 }  // namespace wick

@@ -2,7 +2,7 @@
 // The math of every unary element-wise op, written once for the CPU loops and GPU kernels.
 // Each functor takes and returns the compute type (float, double, or an integer type):
 // backends convert 1- and 2-byte floats to f32 before and round once after.
-// kInt says whether the op is defined on integers (must agree with unary_op_float_only).
+// Whether an op is defined on integers is its dtype class in op_table.hpp.
 #include <math.h>
 
 #include <cstdint>
@@ -47,49 +47,39 @@ template <class T> WICK_HD T wrap_neg(T a) { return T(wrap_uint_t<T>(0) - wrap_u
 namespace uop {
 
 struct Exp {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::exp(x); }
 };
 struct Log {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::log(x); }
 };
 struct Sin {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::sin(x); }
 };
 struct Cos {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::cos(x); }
 };
 struct Tanh {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::tanh(x); }
 };
 struct Neg {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return -x;
     else return wrap_neg(x);
   }
 };
 struct Recip {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return T(1) / x; }
 };
 struct Sqr {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return x * x;
     else return wrap_mul(x, x);
   }
 };
 struct Sqrt {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::sqrt(x); }
 };
 struct Abs {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return fmath::fabs(x);
     else if constexpr (std::is_unsigned_v<T>) return x;
@@ -98,25 +88,21 @@ struct Abs {
 };
 // PyTorch gelu(approximate="tanh") and Candle's gelu.
 struct Gelu {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const {
     const T k = T(0.7978845608028654);  // sqrt(2/pi)
     return T(0.5) * x * (T(1) + fmath::tanh(k * x * (T(1) + T(0.044715) * x * x)));
   }
 };
 struct GeluErf {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const {
     return T(0.5) * x * (T(1) + fmath::erf(x * T(0.7071067811865476)));
   }
 };
 struct Erf {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return fmath::erf(x); }
 };
 // NaN stays NaN (relu(x) == maximum(x, 0), which propagates NaN).
 struct Relu {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x;
     else return x < T(0) ? T(0) : x;
@@ -124,7 +110,6 @@ struct Relu {
 };
 // Stable for large |x|: exp(-|x|) never overflows.
 struct Sigmoid {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const {
     T z = fmath::exp(-fmath::fabs(x));
     T s = T(1) / (T(1) + z);
@@ -132,26 +117,22 @@ struct Sigmoid {
   }
 };
 struct Silu {
-  static constexpr bool kInt = false;
   template <class T> WICK_HD T operator()(T x) const { return x * Sigmoid{}(x); }
 };
 // Integers are already whole: ceil/floor/round are the identity.
 struct Ceil {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return fmath::ceil(x);
     else return x;
   }
 };
 struct Floor {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return fmath::floor(x);
     else return x;
   }
 };
 struct Round {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_floating_point_v<T>) return fmath::round(x);
     else return x;
@@ -159,7 +140,6 @@ struct Round {
 };
 // sign(NaN) = NaN and sign(+-0) = +-0: returning x itself when it is neither > 0 nor < 0.
 struct Sign {
-  static constexpr bool kInt = true;
   template <class T> WICK_HD T operator()(T x) const {
     if constexpr (std::is_unsigned_v<T>) return x > 0 ? T(1) : T(0);
     else return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);

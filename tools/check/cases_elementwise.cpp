@@ -1,32 +1,30 @@
 // Cases: unary, affine/powf/elu, binary (tensor, broadcast row, scalar), comparisons, where_cond,
 // clamp, pow.
 #include <cmath>
+#include <string>
 
 #include "check/cases.hpp"
+#include "ops/op_kinds.hpp"
 
 namespace wick::check {
 
 namespace {
 
+// The parity cases of every op of src/ops/op_table.hpp: a new row gets its cases here for free.
 using UnaryFn = Tensor (Tensor::*)() const;
 struct UnaryEntry {
   const char* name;
   UnaryFn fn;
-  bool ints;        // defined on integer dtypes too
-  Values values;    // input range
+  bool ints;      // defined on integer dtypes too
+  Values values;  // input range
 };
 
+constexpr Values values_of(Domain d) { return d == Domain::Positive ? Values::Positive : Values::Normal; }
+
 const UnaryEntry kUnary[] = {
-    {"exp", &Tensor::exp, false, Values::Normal},       {"log", &Tensor::log, false, Values::Positive},
-    {"sin", &Tensor::sin, false, Values::Normal},       {"cos", &Tensor::cos, false, Values::Normal},
-    {"tanh", &Tensor::tanh, false, Values::Normal},     {"neg", &Tensor::neg, true, Values::Normal},
-    {"recip", &Tensor::recip, false, Values::Positive}, {"sqr", &Tensor::sqr, true, Values::Normal},
-    {"sqrt", &Tensor::sqrt, false, Values::Positive},   {"abs", &Tensor::abs, true, Values::Normal},
-    {"gelu", &Tensor::gelu, false, Values::Normal},     {"gelu_erf", &Tensor::gelu_erf, false, Values::Normal},
-    {"erf", &Tensor::erf, false, Values::Normal},       {"relu", &Tensor::relu, true, Values::Normal},
-    {"silu", &Tensor::silu, false, Values::Normal},     {"sigmoid", &Tensor::sigmoid, false, Values::Normal},
-    {"ceil", &Tensor::ceil, true, Values::Normal},      {"floor", &Tensor::floor, true, Values::Normal},
-    {"round", &Tensor::round, true, Values::Normal},    {"sign", &Tensor::sign, true, Values::Normal},
+#define WICK_X(E, n, d, dom) {#n, &Tensor::n, DTypeClass::d == DTypeClass::All, values_of(Domain::dom)},
+    WICK_UNARY_OPS(WICK_X)
+#undef WICK_X
 };
 
 using BinaryFn = Tensor (Tensor::*)(const Tensor&) const;
@@ -38,14 +36,14 @@ struct BinaryEntry {
   bool positive_rhs;  // divisors stay away from zero
 };
 const BinaryEntry kBinary[] = {
-    {"add", &Tensor::add, &Tensor::add, false},           {"sub", &Tensor::sub, &Tensor::sub, false},
-    {"mul", &Tensor::mul, &Tensor::mul, false},           {"div", &Tensor::div, &Tensor::div, true},
-    {"maximum", &Tensor::maximum, &Tensor::maximum, false}, {"minimum", &Tensor::minimum, &Tensor::minimum, false},
+#define WICK_X(E, n, dom) {#n, &Tensor::n, &Tensor::n, Domain::dom == Domain::Positive},
+    WICK_BINARY_OPS(WICK_X)
+#undef WICK_X
 };
 const BinaryEntry kCmp[] = {
-    {"eq", &Tensor::eq, &Tensor::eq, false}, {"ne", &Tensor::ne, &Tensor::ne, false},
-    {"lt", &Tensor::lt, &Tensor::lt, false}, {"le", &Tensor::le, &Tensor::le, false},
-    {"gt", &Tensor::gt, &Tensor::gt, false}, {"ge", &Tensor::ge, &Tensor::ge, false},
+#define WICK_X(E, n) {#n, &Tensor::n, &Tensor::n, false},
+    WICK_CMP_OPS(WICK_X)
+#undef WICK_X
 };
 
 // A scalar every dtype holds exactly (integers stay small and non-negative for u8/u32).
@@ -64,6 +62,7 @@ void add_elementwise_cases(std::vector<Case>& out) {
     UnaryFn fn = nullptr;
     for (const UnaryEntry& u : kUnary)
       if (std::string(u.name) == name) fn = u.fn;
+    if (!fn) throw std::logic_error(std::string("cases_elementwise: no unary op '") + name + "' in op_table.hpp");
     add(out, name, "special", kFloats, [fn](Inputs& in) -> std::vector<Tensor> {
       std::vector<double> v = {0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.0, -0.0, NAN, INFINITY, -INFINITY, 3.7, -3.7, 1e-3};
       size_t rows = in.n(3);
