@@ -33,15 +33,6 @@ template <class T> const compute_t<T>* row_in(const T* x, size_t cols, std::vect
   }
 }
 
-// Calls f(T{}) for the float dtypes; integer dtypes are an Error(DType) naming op.
-template <class F> StoragePtr dispatch_float(DType d, const char* op, F&& f) {
-  return dispatch_dtype(d, [&](auto tag) -> StoragePtr {
-    using T = decltype(tag);
-    if constexpr (is_float_v<T>) return f(tag);
-    else float_only(op, d);
-  });
-}
-
 }  // namespace
 
 StoragePtr CpuStorage::softmax_last_dim(const Layout& l, bool log) const {

@@ -365,15 +365,6 @@ template <class T, class F> void with_row_config(bool vec, int e, F&& f) {
   else with_e<T, 1>(e, f);
 }
 
-// Calls f(T{}) for the float dtypes; integer dtypes are an Error(DType) naming op.
-template <class F> StoragePtr dispatch_float(DType d, const char* op, F&& f) {
-  return dispatch_dtype(d, [&](auto tag) -> StoragePtr {
-    using T = decltype(tag);
-    if constexpr (is_float_v<T>) return f(tag);
-    else float_only(op, d);
-  });
-}
-
 // ---- rope: one thread per (x0, x1) pair; I is uint32_t when every index fits.
 template <class T, class I>
 __global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
