@@ -24,21 +24,33 @@ struct MatmulDims {
   size_t b, m, n, k;  // batch count, (m x k) * (k x n)
 };
 
-// Shapes of a 1-D convolution, already checked by the core.
+// Output size of a convolution along one dim (PyTorch's formulas). The core has checked that
+// every result is at least 1 before a backend sees the shape, so the arithmetic cannot wrap.
+inline size_t conv_out_size(size_t in, size_t k, size_t pad, size_t stride, size_t dil) {
+  return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+}
+inline size_t conv_transposed_out_size(size_t in, size_t k, size_t pad, size_t stride, size_t dil,
+                                       size_t out_pad) {
+  return (in - 1) * stride + dil * (k - 1) + out_pad + 1 - 2 * pad;
+}
+
+// Shapes of a 1-D convolution, already checked by the core (backends run it as a 2-D one).
 struct Conv1dShape {
   size_t b, c_in, l_in, c_out, k_size;  // input (b, c_in, l_in), kernel (c_out, c_in/groups, k) or
                                          // (c_in, c_out/groups, k) for the transposed conv
   Conv1dParams p;
-  size_t l_out() const;
-  size_t l_out_transposed() const;
 };
 struct Conv2dShape {
   size_t b, c_in, h_in, w_in, c_out, k_h, k_w;
   Conv2dParams p;
-  size_t h_out() const;
-  size_t w_out() const;
-  size_t h_out_transposed() const;
-  size_t w_out_transposed() const;
+  size_t h_out() const { return conv_out_size(h_in, k_h, p.padding_h, p.stride_h, p.dilation_h); }
+  size_t w_out() const { return conv_out_size(w_in, k_w, p.padding_w, p.stride_w, p.dilation_w); }
+  size_t h_out_transposed() const {
+    return conv_transposed_out_size(h_in, k_h, p.padding_h, p.stride_h, p.dilation_h, p.output_padding_h);
+  }
+  size_t w_out_transposed() const {
+    return conv_transposed_out_size(w_in, k_w, p.padding_w, p.stride_w, p.dilation_w, p.output_padding_w);
+  }
 };
 
 // Fused nn ops. The core hands these contiguous operands (a start offset allowed), except
