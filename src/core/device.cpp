@@ -1,12 +1,10 @@
 #include "wick/device.hpp"
 
+#include <optional>
 #include <thread>
 
-#include "backend/cpu/cpu_storage.hpp"
+#include "backend/registry.hpp"
 #include "wick/error.hpp"
-#if defined(WICK_HAVE_GPU)
-#include "backend/gpu/gpu_api.hpp"
-#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -27,25 +25,21 @@ static const char* kind_name(DeviceKind k) {
 // so that a bad device fails at Device::cuda()/rocm(), not at the first op.
 static Device open_gpu(DeviceKind want, int ordinal, Device (*make)(int)) {
   const std::string name = std::string(kind_name(want)) + ":" + std::to_string(ordinal);
-#if defined(WICK_HAVE_GPU)
-  if (gpu::built_kind() == want) {
-    int n = gpu::device_count();
+  const std::optional<DeviceKind> built = registry::gpu_kind();
+  if (built == want) {
+    int n = registry::gpu_device_count();
     if (n == 0)
       throw Error(ErrorKind::Device, "device " + name + ": no " + kind_name(want) + " device is usable: " +
-                                         gpu::unavailable_reason() + "; use Device::cpu() or Device::best()");
+                                         registry::gpu_unavailable_reason() + "; use Device::cpu() or Device::best()");
     if (ordinal < 0 || ordinal >= n)
       throw Error(ErrorKind::Device, "device " + name + ": only " + std::to_string(n) + " " + kind_name(want) +
                                          " device(s) present (ordinals 0.." + std::to_string(n - 1) + ")");
-    gpu::backend(ordinal);  // opens it; throws with the reason (e.g. no code object for its arch)
+    registry::gpu_backend(ordinal);  // opens it; throws with the reason (e.g. no code object for its arch)
     return make(ordinal);
   }
-#endif
-  (void)make;
   throw Error(ErrorKind::Device, "device " + name + ": this build of wick has no " + kind_name(want) +
                                      " backend (backends built: cpu" +
-#if defined(WICK_HAVE_GPU)
-                                     std::string(", ") + kind_name(gpu::built_kind()) +
-#endif
+                                     (built ? std::string(", ") + kind_name(*built) : std::string()) +
                                      "); rebuild with -DWICK_GPU=" + kind_name(want));
 }
 
@@ -56,13 +50,11 @@ Device Device::rocm(int ordinal) {
   return open_gpu(DeviceKind::Rocm, ordinal, [](int o) { return Device(DeviceKind::Rocm, o); });
 }
 Device Device::gpu(int ordinal) {
-#if defined(WICK_HAVE_GPU)
-  return gpu::built_kind() == DeviceKind::Cuda ? cuda(ordinal) : rocm(ordinal);
-#else
+  const std::optional<DeviceKind> built = registry::gpu_kind();
+  if (built) return *built == DeviceKind::Cuda ? cuda(ordinal) : rocm(ordinal);
   throw Error(ErrorKind::Device, "Device::gpu(" + std::to_string(ordinal) +
                                      "): this build of wick has no GPU backend; rebuild with -DWICK_GPU=cuda or "
                                      "-DWICK_GPU=rocm");
-#endif
 }
 
 Device Device::best() {
@@ -97,44 +89,42 @@ std::string Device::name() const {
 }
 
 std::vector<std::string> built_backends() {
-#if defined(WICK_HAVE_GPU)
-  return {"cpu", kind_name(gpu::built_kind())};
-#else
+  const std::optional<DeviceKind> built = registry::gpu_kind();
+  if (built) return {"cpu", kind_name(*built)};
   return {"cpu"};
-#endif
 }
 
 std::vector<Device> available_devices() {
   std::vector<Device> out{Device::cpu()};
-#if defined(WICK_HAVE_GPU)
-  for (int i = 0; i < gpu::device_count(); ++i) {
+  const std::optional<DeviceKind> built = registry::gpu_kind();
+  if (!built) return out;
+  for (int i = 0; i < registry::gpu_device_count(); ++i) {
     try {
-      out.push_back(gpu::built_kind() == DeviceKind::Cuda ? Device::cuda(i) : Device::rocm(i));
+      out.push_back(*built == DeviceKind::Cuda ? Device::cuda(i) : Device::rocm(i));
     } catch (const Error&) {
       // present but unusable (e.g. no code object for its architecture): not available
     }
   }
-#endif
   return out;
 }
 
 std::string gpu_unavailable_reason() {
-#if defined(WICK_HAVE_GPU)
-  if (gpu::device_count() == 0) return gpu::unavailable_reason();
+  if (!registry::gpu_kind()) return "";  // a CPU-only build: nothing is missing
+  if (registry::gpu_device_count() == 0) return registry::gpu_unavailable_reason();
   std::string why;
-  for (int i = 0; i < gpu::device_count(); ++i) {
+  for (int i = 0; i < registry::gpu_device_count(); ++i) {
     try {
-      gpu::backend(i);
+      registry::gpu_backend(i);
       return "";
     } catch (const Error& e) {
       why += (why.empty() ? "" : "; ") + std::string(e.what());
     }
   }
   return why;
-#else
-  return "";
-#endif
 }
+
+// Whether d is a device of the GPU backend linked into this build.
+static bool is_built_gpu(const Device& d) { return d.is_gpu() && registry::gpu_kind() == d.kind(); }
 
 DeviceInfo device_info(const Device& d) {
   if (d.is_cpu()) {
@@ -154,34 +144,23 @@ DeviceInfo device_info(const Device& d) {
 #endif
     return info;
   }
-#if defined(WICK_HAVE_GPU)
-  return gpu::device_info(d.ordinal());
-#else
-  throw Error(ErrorKind::Device, "device_info: " + d.name() + " is not in this build");
-#endif
+  if (!is_built_gpu(d)) throw Error(ErrorKind::Device, "device_info: " + d.name() + " is not in this build");
+  return registry::gpu_device_info(d.ordinal());
 }
 
 MemoryStats memory_stats(const Device& d) {
   if (d.is_cpu()) return {};
-#if defined(WICK_HAVE_GPU)
-  return gpu::memory_stats(d.ordinal());
-#else
-  throw Error(ErrorKind::Device, "memory_stats: " + d.name() + " is not in this build");
-#endif
+  if (!is_built_gpu(d)) throw Error(ErrorKind::Device, "memory_stats: " + d.name() + " is not in this build");
+  return registry::gpu_memory_stats(d.ordinal());
 }
 
 void empty_cache(const Device& d) {
-  if (d.is_cpu()) return;
-#if defined(WICK_HAVE_GPU)
-  gpu::empty_cache(d.ordinal());
-#endif
+  if (is_built_gpu(d)) registry::gpu_empty_cache(d.ordinal());
 }
 
 Backend& backend_for(const Device& d) {
-  if (d.is_cpu()) return cpu::cpu_backend();
-#if defined(WICK_HAVE_GPU)
-  if (d.kind() == gpu::built_kind()) return gpu::backend(d.ordinal());
-#endif
+  if (d.is_cpu()) return registry::cpu_backend();
+  if (is_built_gpu(d)) return registry::gpu_backend(d.ordinal());
   throw Error(ErrorKind::Device, "device " + d.name() + " is not available in this build");
 }
 

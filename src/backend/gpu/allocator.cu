@@ -1,6 +1,8 @@
 // A caching allocator per device: freed blocks are kept by size and reused. All wick work on
 // a device runs on one stream, so a block freed after a kernel was queued can be handed to
 // later work on that stream without waiting.
+#include "backend/gpu/allocator.hpp"
+
 #include <map>
 #include <mutex>
 

@@ -1,6 +1,8 @@
 // The BLAS adapter: column-major strided-batched gemm through cuBLAS or rocBLAS. With
 // runtime.hpp, the only file that spells a vendor's names; kernels/matmul.cu maps wick's
 // row-major layouts onto blas_gemm(), kernels/attention.cu uses blas_gemm_rm().
+#include "backend/gpu/blas.hpp"
+
 #include <string>
 
 #include "backend/gpu/gpu_storage.hpp"

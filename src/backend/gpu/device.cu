@@ -3,6 +3,8 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/gpu/allocator.hpp"
+#include "backend/gpu/blas.hpp"
 #include "backend/gpu/gpu_storage.hpp"
 
 #ifndef WICK_GPU_TARGETS_STR
@@ -10,10 +12,6 @@
 #endif
 
 namespace wick::gpu {
-
-Allocator* make_allocator(int ordinal);
-void release_all_cached(Allocator* a);
-void destroy_blas(BlasHandle* b);
 
 // A kernel that exists only to ask the runtime whether this build has code for a device.
 __global__ void probe_kernel(int* p) {

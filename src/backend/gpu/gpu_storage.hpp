@@ -2,12 +2,23 @@
 // The GPU backend's storage and per-device context. One source for CUDA and HIP.
 #include <memory>
 #include <mutex>
+#include <string>
 
-#include "backend/gpu/gpu_api.hpp"
 #include "backend/gpu/runtime.hpp"
 #include "backend/storage.hpp"
 
 namespace wick::gpu {
+
+// Device discovery and opening (device.cu, allocator.cu); the core reaches these through
+// backend/registry.hpp (registry.cu).
+DeviceKind built_kind();           // Cuda or Rocm
+std::string built_targets();       // e.g. "80;90" or "gfx90a;gfx942"
+int device_count();                // 0 when no driver or no device
+std::string unavailable_reason();  // why device_count() is 0, for `wick info`
+Backend& backend(int ordinal);     // opens the device; Error(Device) naming the reason
+DeviceInfo device_info(int ordinal);
+MemoryStats memory_stats(int ordinal);
+void empty_cache(int ordinal);
 
 class Allocator;
 struct BlasHandle;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "backend/gpu/blas.hpp"
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
 #include "backend/gpu/kernels/attention_flash.hpp"
@@ -19,12 +20,6 @@
 #include "ops/unary.hpp"
 
 namespace wick::gpu {
-
-// blas.cu: row-major C (m x n, ldc) = alpha op(A) op(B), strided-batched, inputs `in`,
-// output `out` (f16/bf16 -> f32 allowed), f32 accumulation (f64 for f64).
-void blas_gemm_rm(DeviceContext& ctx, DType in, DType out, bool ta, bool tb, int m, int n, int k, double alpha,
-                  const void* a, int lda, int64_t sa, const void* b, int ldb, int64_t sb, void* c, int ldc,
-                  int64_t sc, int batch);
 
 namespace {
 

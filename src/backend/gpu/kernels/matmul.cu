@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/gpu/blas.hpp"
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
 #include "backend/matmul_block.hpp"
@@ -13,10 +14,6 @@
 #include "ops/numeric.hpp"
 
 namespace wick::gpu {
-
-// blas.cu: column-major C = op(A) op(B), strided-batched.
-void blas_gemm(DeviceContext& ctx, DType dtype, bool ta, bool tb, int m, int n, int k, const void* a, int lda,
-               int64_t sa, const void* b, int ldb, int64_t sb, void* c, int ldc, int64_t sc, int batch);
 
 namespace {
 
