@@ -297,7 +297,7 @@ Command add_ops(CLI::App& root) {
 
 int main(int argc, char** argv) {
   CLI::App app("wick " WICK_VERSION ": a tensor library's command line.", "wick");
-  app.set_version_flag("--version", WICK_VERSION);
+  app.set_version_flag("--version", "wick " WICK_VERSION);
   app.require_subcommand(1);
   app.footer("`wick <command> --help` describes a command's options.\n");
   std::vector<Command> commands = {add_info(app), add_check(app), add_bench(app), add_ops(app)};
@@ -308,16 +308,15 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stderr);
     return 2;
   }
-  // An unknown word in the command's place gets its own message (CLI11 would call it an extra argument).
+  // Only --help and --version come before the command; anything else there gets its own message
+  // (CLI11 would call a word an extra argument, an option a missing subcommand).
   std::string first = argv[1];
-  if (!first.empty() && first[0] != '-') {
-    bool known = false;
-    for (const Command& c : commands) known = known || c.app->get_name() == first;
-    if (!known) {
-      std::fprintf(stderr, "wick: unknown command '%s'; the commands are %s (see wick --help)\n", first.c_str(),
-                   names.c_str());
-      return 2;
-    }
+  bool known = first == "-h" || first == "--help" || first == "--version";
+  for (const Command& c : commands) known = known || c.app->get_name() == first;
+  if (!known) {
+    std::fprintf(stderr, "wick: unknown %s '%s'; the commands are %s (see wick --help)\n",
+                 first.rfind("-", 0) == 0 ? "option" : "command", first.c_str(), names.c_str());
+    return 2;
   }
 
   const Command* chosen = nullptr;

@@ -38,6 +38,7 @@ expect 2 "" --  # no command: the help on stderr, exit 2
 
 # unknown command, arguments a command does not take
 expect 2 "unknown command 'nosuch'" -- nosuch
+expect 2 "unknown option '--bogus'" -- --bogus
 expect 2 "SOME_FILE" -- info SOME_FILE
 expect 2 "--bogus" -- check --bogus
 expect 2 "--bogus" -- bench --bogus
