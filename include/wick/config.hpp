@@ -2,7 +2,6 @@
 // WICK_HD marks functions usable on host and device (nvcc/hipcc); plain inline under g++.
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define WICK_HD __host__ __device__ inline
-#define WICK_GPU_COMPILE 1
 #else
 #define WICK_HD inline
 #endif

@@ -37,17 +37,10 @@ WICK_HD uint32_t rne_shift(uint32_t m, uint32_t shift) {
 }
 }  // namespace detail
 
-// IEEE binary16. Conversions are exact round-to-nearest-even, identical on host and device for
-// every non-NaN value. GPU code uses the hardware conversion (the software one costs ~15 integer
-// instructions per element and halved f16 bandwidth); a NaN stays NaN but its payload may differ.
+// IEEE binary16. Conversions are exact round-to-nearest-even in plain C++; the library's GPU
+// code uses the hardware instructions instead (src/ops/numeric.hpp), which give the same bits
+// for every non-NaN value (a NaN stays NaN but its payload may differ).
 WICK_HD uint16_t f32_to_f16_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  unsigned short h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-#elif defined(__HIP_DEVICE_COMPILE__)
-  return __builtin_bit_cast(uint16_t, static_cast<_Float16>(f));
-#else
   uint32_t x = detail::f32_bits(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
   if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN stays NaN
   if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // >= 65520 (and inf) -> inf
@@ -58,16 +51,8 @@ WICK_HD uint16_t f32_to_f16_bits(float f) {
   if (a <= 0x33000000u) return uint16_t(sign);  // <= 2^-25 rounds to zero (tie to even)
   uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
   return uint16_t(sign | detail::rne_shift(m, 126 - e));  // subnormal, unit 2^-24
-#endif
 }
 WICK_HD float f16_bits_to_f32(uint16_t h) {
-#if defined(__CUDA_ARCH__)
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-#elif defined(__HIP_DEVICE_COMPILE__)
-  return static_cast<float>(__builtin_bit_cast(_Float16, h));
-#else
   uint32_t sign = uint32_t(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1f) return detail::bits_f32(sign | 0x7f800000u | (m << 13));
   if (e == 0) {
@@ -75,20 +60,13 @@ WICK_HD float f16_bits_to_f32(uint16_t h) {
     return sign ? -v : v;
   }
   return detail::bits_f32(sign | ((e + 112u) << 23) | (m << 13));
-#endif
 }
 
 // bfloat16: the top half of an f32, rounded to nearest even.
 WICK_HD uint16_t f32_to_bf16_bits(float f) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  unsigned short h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-#else
   uint32_t x = detail::f32_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40u);
   return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-#endif
 }
 WICK_HD float bf16_bits_to_f32(uint16_t b) { return detail::bits_f32(uint32_t(b) << 16); }
 

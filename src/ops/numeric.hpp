@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/capabilities.hpp"
 #include "wick/dtype.hpp"
 
 namespace wick {
@@ -21,8 +22,40 @@ template <class T> using compute_t = std::conditional_t<is_small_float_v<T>, flo
 // (integer sums wrap like the type, as Candle's).
 template <class T> using acc_t = compute_t<T>;
 
+// The small-float conversions of all library code (never the storage types' own operators,
+// whose plain-C++ software path would cost ~15 integer instructions per element on a GPU):
+// the hardware instruction where the device has one, the exact software RNE of wick/dtype.hpp
+// elsewhere (the CPU). Both give the same bits for every non-NaN value.
+WICK_HD float to_f32(f16 h) {
+#if WICK_HW_F16
+  return hw::f16_bits_to_f32(h.bits);
+#else
+  return f16_bits_to_f32(h.bits);
+#endif
+}
+WICK_HD float to_f32(bf16 h) { return bf16_bits_to_f32(h.bits); }  // a shift: no instruction needed
+WICK_HD float to_f32(f8e4m3 h) { return f8e4m3_bits_to_f32(h.bits); }
+template <class T> WICK_HD T from_f32(float f) {
+  static_assert(is_small_float_v<T>, "from_f32 rounds f32 to f16, bf16 or f8e4m3");
+  if constexpr (std::is_same_v<T, f16>) {
+#if WICK_HW_F16
+    return f16::from_bits(hw::f32_to_f16_bits(f));
+#else
+    return f16::from_bits(f32_to_f16_bits(f));
+#endif
+  } else if constexpr (std::is_same_v<T, bf16>) {
+#if WICK_HAS_HW_BF16
+    return bf16::from_bits(hw::f32_to_bf16_bits(f));
+#else
+    return bf16::from_bits(f32_to_bf16_bits(f));
+#endif
+  } else {
+    return f8e4m3::from_bits(f32_to_f8e4m3_bits(f));
+  }
+}
+
 template <class T> WICK_HD compute_t<T> to_compute(T x) {
-  if constexpr (is_small_float_v<T>) return float(x);
+  if constexpr (is_small_float_v<T>) return to_f32(x);
   else return x;
 }
 
@@ -59,13 +92,14 @@ template <class To, class From> WICK_HD To cast(From x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;
   } else if constexpr (is_small_float_v<To>) {
-    if constexpr (is_small_float_v<From> || std::is_same_v<From, float>) return To(float(x));
-    else return To(f64_to_f32_round_odd(double(x)));  // f64 and integers round once
+    if constexpr (is_small_float_v<From>) return from_f32<To>(to_f32(x));
+    else if constexpr (std::is_same_v<From, float>) return from_f32<To>(x);
+    else return from_f32<To>(f64_to_f32_round_odd(double(x)));  // f64 and integers round once
   } else if constexpr (std::is_floating_point_v<To>) {
-    if constexpr (is_small_float_v<From>) return To(float(x));
+    if constexpr (is_small_float_v<From>) return To(to_f32(x));
     else return To(x);
   } else {  // integer destination
-    if constexpr (is_small_float_v<From>) return saturating_float_to_int<To>(double(float(x)));
+    if constexpr (is_small_float_v<From>) return saturating_float_to_int<To>(double(to_f32(x)));
     else if constexpr (std::is_floating_point_v<From>) return saturating_float_to_int<To>(double(x));
     else return To(x);  // integer -> integer wraps
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/capabilities.hpp"
 #include "wick/config.hpp"
 
 namespace wick {
@@ -52,7 +53,7 @@ WICK_HD double philox_normal(uint64_t seed, uint64_t i) {
 // x * scale + shift, rounded twice as written: device compilers would otherwise fuse it
 // into an FMA and the GPU's numbers would differ from the CPU's in the last bit.
 WICK_HD double mul_add_unfused(double x, double scale, double shift) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#if WICK_DEVICE_COMPILE
   return __dadd_rn(__dmul_rn(x, scale), shift);
 #else
   return x * scale + shift;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/capabilities.hpp"
 #include "ops/numeric.hpp"
 #include "ops/reduce.hpp"
 #include "wick/config.hpp"
@@ -13,7 +14,7 @@ namespace wick {
 
 // a * b rounded on its own, never contracted with a following add.
 WICK_HD float mul_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
+#if WICK_DEVICE_CUDA
   return __fmul_rn(a, b);
 #else
 #if defined(__clang__)
@@ -23,7 +24,7 @@ WICK_HD float mul_rn(float a, float b) {
 #endif
 }
 WICK_HD double mul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
+#if WICK_DEVICE_CUDA
   return __dmul_rn(a, b);
 #else
 #if defined(__clang__)

@@ -20,7 +20,7 @@ class CpuStorage final : public Storage {
   template <class T> T* ptr() { return static_cast<T*>(data_); }
   template <class T> const T* ptr() const { return static_cast<const T*>(data_); }
 
-  // fill_copy.cpp
+  // storage.cpp
   void copy_to_host(void* dst) const override;
   StoragePtr try_clone(const Layout& l) const override;
   void const_set(Scalar v, const Layout& l) override;

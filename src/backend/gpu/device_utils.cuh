@@ -8,6 +8,7 @@
 
 #include "backend/gpu/runtime.hpp"
 #include "backend/gpu/tuning.hpp"
+#include "ops/capabilities.hpp"
 #include "wick/layout.hpp"
 
 namespace wick::gpu {
@@ -15,11 +16,7 @@ namespace wick::gpu {
 // The physical warp size is a property of the compile target: 64-lane wavefronts on AMD
 // CDNA (gfx9: MI100/200/300), 32 lanes on RDNA (gfx10+) and NVIDIA. Host code never uses
 // this constant: launch configurations are multiples of 64 so both fit.
-#if defined(__HIP_DEVICE_COMPILE__) && defined(__GFX9__)
-constexpr int kWarpSize = 64;
-#else
-constexpr int kWarpSize = 32;
-#endif
+constexpr int kWarpSize = WICK_WAVE_SIZE;
 constexpr int kMaxWarpsPerBlock = 1024 / 32;  // shared arrays sized for the smallest warp
 constexpr int kBlock = tune::kBlock;          // default block: a multiple of 64
 
@@ -48,21 +45,6 @@ template <class T> __device__ __forceinline__ T shfl_xor_any(const T& v, int lan
 // Reduces v across the warp with op; every lane gets the result.
 template <class T, class Op> __device__ __forceinline__ T warp_reduce(T v, Op op) {
   for (int m = kWarpSize / 2; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
-  return v;
-}
-
-// Reduces v across the block (blockDim.x a multiple of kWarpSize); thread 0 gets the result.
-template <class T, class Op> __device__ T block_reduce(T v, Op op, T identity) {
-  __shared__ char smem_raw[kMaxWarpsPerBlock * sizeof(T)];
-  T* smem = reinterpret_cast<T*>(smem_raw);
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int nwarps = (blockDim.x + kWarpSize - 1) / kWarpSize;
-  v = warp_reduce(v, op);
-  __syncthreads();  // smem may still be read by a previous call
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  v = threadIdx.x < nwarps ? smem[threadIdx.x] : identity;
-  if (warp == 0) v = warp_reduce(v, op);
   return v;
 }
 

@@ -13,14 +13,11 @@ using gpuStream_t = hipStream_t;
 using gpuDeviceProp_t = hipDeviceProp_t;
 using gpuFuncAttributes = hipFuncAttributes;
 constexpr gpuError_t gpuSuccess = hipSuccess;
-constexpr gpuError_t gpuErrorMemoryAllocation = hipErrorOutOfMemory;
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
 #define gpuMalloc hipMalloc
 #define gpuFree hipFree
-#define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
-#define gpuMemcpyPeerAsync hipMemcpyPeerAsync
 #define gpuMemsetAsync hipMemsetAsync
 #define gpuMemcpy2DAsync hipMemcpy2DAsync
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
@@ -37,9 +34,6 @@ constexpr gpuError_t gpuErrorMemoryAllocation = hipErrorOutOfMemory;
 #define gpuFuncGetAttributes hipFuncGetAttributes
 #define gpuFuncSetAttribute hipFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
-#define gpuDeviceCanAccessPeer hipDeviceCanAccessPeer
-#define gpuDeviceEnablePeerAccess hipDeviceEnablePeerAccess
-#define gpuDriverGetVersion hipDriverGetVersion
 #else
 #include <cuda_runtime.h>
 #define WICK_GPU_VENDOR "cuda"
@@ -48,14 +42,11 @@ using gpuStream_t = cudaStream_t;
 using gpuDeviceProp_t = cudaDeviceProp;
 using gpuFuncAttributes = cudaFuncAttributes;
 constexpr gpuError_t gpuSuccess = cudaSuccess;
-constexpr gpuError_t gpuErrorMemoryAllocation = cudaErrorMemoryAllocation;
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
-#define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
-#define gpuMemcpyPeerAsync cudaMemcpyPeerAsync
 #define gpuMemsetAsync cudaMemsetAsync
 #define gpuMemcpy2DAsync cudaMemcpy2DAsync
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
@@ -72,9 +63,6 @@ constexpr gpuError_t gpuErrorMemoryAllocation = cudaErrorMemoryAllocation;
 #define gpuFuncGetAttributes cudaFuncGetAttributes
 #define gpuFuncSetAttribute cudaFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
-#define gpuDeviceCanAccessPeer cudaDeviceCanAccessPeer
-#define gpuDeviceEnablePeerAccess cudaDeviceEnablePeerAccess
-#define gpuDriverGetVersion cudaDriverGetVersion
 #endif
 
 namespace wick::gpu {

@@ -65,7 +65,7 @@ template <class H> struct FlashParams {
   bool causal;
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
 template <class H> __device__ __forceinline__ H from_f32(float x);
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
@@ -97,7 +97,7 @@ __device__ __forceinline__ void load_tile(H* s, const H* g, int64_t stride, int6
 #endif
 
 template <class H, int D> __global__ void __launch_bounds__(kThreads) flash_fwd_kernel(FlashParams<H> p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
   using namespace nvcuda;
   using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;
   using FragKt = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::col_major>;  // K^T from row-major K
