@@ -28,12 +28,6 @@ bool close(const std::vector<float>& got, const std::vector<double>& want, doubl
   return true;
 }
 
-std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + ")";
-}
-
 bool is_float(DType d) {
   return d == DType::F16 || d == DType::BF16 || d == DType::F32 || d == DType::F64 || d == DType::F8E4M3;
 }
