@@ -97,8 +97,8 @@ TEST(DtypeDispatch, FloatOnlyCallsWithTheTypeAndNamesTheOpOtherwise) {
 // (in - 1) s - 2p + d(k-1) + out_pad + 1.
 TEST(ConvShape, OutputSizes) {
   Conv2dShape s{1, 1, 5, 7, 1, 3, 2, Conv2dParams{}};
-  s.p.padding_h = 1, s.p.stride_h = 2;                   // (5 + 2 - 2 - 1) / 2 + 1 = 3
-  s.p.dilation_w = 3;                                    // (7 - 3 - 1) / 1 + 1 = 4
+  s.p.padding_h = 1, s.p.stride_h = 2;  // (5 + 2 - 2 - 1) / 2 + 1 = 3
+  s.p.dilation_w = 3;                   // (7 - 3 - 1) / 1 + 1 = 4
   EXPECT_EQ(s.h_out(), 3u);
   EXPECT_EQ(s.w_out(), 4u);
   Conv2dShape t{1, 1, 3, 4, 1, 3, 2, Conv2dParams{}};
@@ -111,8 +111,8 @@ TEST(ConvShape, OutputSizes) {
 // On the host, the library's conversions are the exact software ones (IEEE bit patterns by hand).
 TEST(SmallFloat, LibraryConversionsOnTheHost) {
   EXPECT_EQ(from_f32<f16>(1.0f).bits, 0x3c00);
-  EXPECT_EQ(from_f32<f16>(65504.0f).bits, 0x7bff);   // largest finite half
-  EXPECT_EQ(from_f32<f16>(65520.0f).bits, 0x7c00);   // the tie above it rounds to inf
+  EXPECT_EQ(from_f32<f16>(65504.0f).bits, 0x7bff);        // largest finite half
+  EXPECT_EQ(from_f32<f16>(65520.0f).bits, 0x7c00);        // the tie above it rounds to inf
   EXPECT_EQ(from_f32<f16>(5.9604645e-08f).bits, 0x0001);  // 2^-24, smallest subnormal
   EXPECT_EQ(from_f32<bf16>(1.0f).bits, 0x3f80);
   EXPECT_EQ(from_f32<bf16>(1.00390625f).bits, 0x3f80);  // 1 + 2^-8: tie, to even
@@ -120,6 +120,6 @@ TEST(SmallFloat, LibraryConversionsOnTheHost) {
   EXPECT_EQ(from_f32<f8e4m3>(448.0f).bits, 0x7e);
   EXPECT_EQ(to_f32(f16::from_bits(0xc000)), -2.0f);
   EXPECT_EQ(to_f32(bf16::from_bits(0x4049)), 3.140625f);
-  EXPECT_EQ(to_f32(f8e4m3::from_bits(0x01)), 0.001953125f);  // 2^-9
+  EXPECT_EQ(to_f32(f8e4m3::from_bits(0x01)), 0.001953125f);             // 2^-9
   EXPECT_EQ(cast<f16>(double(1.0 + 1.0 / 2048 + 1e-12)).bits, 0x3c01);  // just above the tie: up, rounded once
 }

@@ -29,8 +29,7 @@ struct MatmulDims {
 inline size_t conv_out_size(size_t in, size_t k, size_t pad, size_t stride, size_t dil) {
   return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
 }
-inline size_t conv_transposed_out_size(size_t in, size_t k, size_t pad, size_t stride, size_t dil,
-                                       size_t out_pad) {
+inline size_t conv_transposed_out_size(size_t in, size_t k, size_t pad, size_t stride, size_t dil, size_t out_pad) {
   return (in - 1) * stride + dil * (k - 1) + out_pad + 1 - 2 * pad;
 }
 
