@@ -9,20 +9,28 @@
 #      (CMAKE_DISABLE_FIND_PACKAGE_GTest): it must configure, build and run without it.
 # Usage: bash scripts/ci_examples.sh [WORK_DIR]   (default build-examples/, emptied first)
 # Extra CMake arguments for the wick builds: WICK_CMAKE_ARGS="-DWICK_WERROR=ON ...".
-# Uses ccache when installed (the static, shared and subproject builds compile the same sources).
+# Uses ccache (installed when root) so the static, shared and subproject builds compile each source once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 work=$(realpath -m "${1:-build-examples}")
+if [ "$work" = / ] || [ "$work" = "$src" ] || [[ "$src" == "$work"/* ]]; then
+  echo "ci_examples: refusing to empty $work (give a build folder)" >&2
+  exit 2
+fi
 rm -rf "$work"
 mkdir -p "$work"
 
-# pkg-config (Debian's pkgconf) is the only thing this needs beyond scripts/setup.sh's packages.
-if ! command -v pkg-config >/dev/null; then
+# pkg-config (Debian's pkgconf) is needed beyond scripts/setup.sh's packages; ccache makes the shared and
+# subproject builds reuse the static build's objects (identical flags), so install both when root.
+need=()
+command -v pkg-config >/dev/null || need+=(pkgconf)
+command -v ccache >/dev/null || need+=(ccache)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pkgconf >/dev/null ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pkgconf; }
-  else
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"; }
+  elif ! command -v pkg-config >/dev/null; then
     echo "ci_examples: pkg-config is missing (Debian: apt-get install pkgconf)" >&2
     exit 1
   fi
