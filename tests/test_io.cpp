@@ -383,6 +383,65 @@ TEST(SafeTensorsMalformed, AcceptsWhatTheRustCrateAccepts) {
   EXPECT_EQ(st.load("b").to_vector<float>(), std::vector<float>{-3.0f});
 }
 
+// What nlohmann tolerates and serde_json (the Rust crate's parser) rejects (issue 7): a NUL byte
+// (nlohmann stopped there and dropped the rest), a UTF-8 byte order mark (nlohmann skipped it) and
+// a key given twice (nlohmann kept the later one). Offsets below are counted by hand: 8 length
+// bytes, then the header.
+TEST(SafeTensorsMalformed, NulByteInHeader) {
+  const std::string j = R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})";
+  // After a complete JSON value: the rest used to be ignored.
+  expect_st_io(st_bytes(j + std::string("\0{\"b\": 1}", 9), "abcd"),
+               ("NUL byte at byte offset " + std::to_string(8 + j.size())).c_str());
+  expect_st_io(st_bytes(j + std::string("\0\0\0", 3), "abcd"), "NUL");  // NUL padding (spaces are legal)
+  // Between tokens.
+  std::string mid = j;
+  mid.insert(5, 1, '\0');
+  expect_st_io(st_bytes(mid, "abcd"), "byte offset 13");
+  // Space padding stays legal.
+  std::string p = tmp("padded.safetensors");
+  float one = 1.0f;
+  write_bytes(p, st_bytes(j + "   ", std::string(reinterpret_cast<const char*>(&one), 4)));
+  EXPECT_EQ(SafeTensors::open(p).load("a").to_vector<float>(), std::vector<float>{1.0f});
+}
+
+TEST(SafeTensorsMalformed, ByteOrderMark) {
+  const std::string j = R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})";
+  expect_st_io(st_bytes("\xEF\xBB\xBF" + j, "abcd"), "byte order mark (byte offset 8)");
+  expect_st_io(st_bytes("\xEF\xBB\xBF{}", ""), "byte order mark");
+}
+
+TEST(SafeTensorsMalformed, DuplicateNames) {
+  const std::string t = R"({"dtype": "F32", "shape": [1], "data_offsets": [0, 4]})";
+  const std::string h = "{\"a\": " + t + ", \"a\": " + t + "}";
+  const size_t second = h.find("\"a\"", 2);  // the first is at index 1
+  expect_st_io(st_bytes(h, "abcd"),
+               ("'a' twice in one object (at byte offsets 9 and " + std::to_string(8 + second) + ")").c_str());
+  // The same name spelled with an escape is the same key.
+  expect_st_io(st_bytes("{\"a\": " + t + ", \"\\u0061\": " + t + "}", "abcd"), "'a' twice");
+  expect_st_io(st_bytes(R"({"__metadata__": {"k": "1"}, "__metadata__": {"k": "2"}})", ""), "'__metadata__' twice");
+  // Inside one tensor's object and inside the metadata.
+  expect_st_io(st_bytes(R"({"a": {"dtype": "F32", "dtype": "F64", "shape": [1], "data_offsets": [0, 4]}})", "abcd"),
+               "'dtype' twice");
+  expect_st_io(st_bytes(R"({"__metadata__": {"k": "1", "k": "2"}})", ""), "'k' twice");
+  // The same key in different objects, and key-like strings as values, are fine.
+  std::string p = tmp("ok.safetensors");
+  float v[2] = {1.0f, 2.0f};
+  write_bytes(p, st_bytes(R"({"__metadata__": {"a": "b:", "shape": "a"},
+                              "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+                              "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                          std::string(reinterpret_cast<const char*>(v), 8)));
+  SafeTensors st = SafeTensors::open(p);
+  EXPECT_EQ(st.names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(st.metadata().at("a"), "b:");
+  EXPECT_EQ(st.load("b").to_vector<float>(), std::vector<float>{2.0f});
+}
+
+TEST(SafeTensorsMalformed, EmptyShapeWithHugeDims) {
+  // 0 elements, 0 bytes: the old check multiplied from the left and never saw the overflow.
+  expect_st_io(st_bytes(R"({"a": {"dtype": "F32", "shape": [0, 4294967296, 4294967296], "data_offsets": [0, 0]}})", ""),
+               "more elements");
+}
+
 // ---------------------------------------------------------------- npy
 
 namespace {

@@ -8,7 +8,18 @@ namespace wick {
 
 using Shape = std::vector<size_t>;
 
-size_t shape_numel(const Shape& s);
+// Size arithmetic, checked in one place. The product of a shape's non-zero dims must fit in
+// int64_t (strides and offsets are int64_t); otherwise Error(Shape) names `op` and the shape.
+// A shape with a zero dim has 0 elements, but its other dims still obey that bound, so every
+// partial product of a valid shape fits as well.
+size_t checked_numel(const Shape& s, const char* op);
+size_t shape_numel(const Shape& s);  // checked_numel(s, "shape_numel")
+// numel * elem_size, Error(Shape) naming op when it passes PTRDIFF_MAX (no pointer could span it).
+size_t checked_bytes(size_t numel, size_t elem_size, const char* op);
+// Error(OutOfMemory) naming op and the byte count when a host allocation of `bytes` is larger than
+// this machine's physical memory: such a request either fails (std::bad_alloc; under ASan, an
+// abort) or is overcommitted and killed on first touch, so it is refused before it is made.
+void check_host_alloc(size_t bytes, const char* op);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 
 // A view into a storage: dims, strides in elements (0 for broadcast dims), start offset.
@@ -45,7 +56,10 @@ struct Layout {
 
 // Contiguous strides of a shape.
 std::vector<int64_t> contiguous_strides(const Shape& s);
-// Numpy broadcasting of two shapes; throws Error(Shape) naming op when incompatible.
+// Numpy broadcasting of two shapes; throws Error(Shape) naming op when incompatible or when the
+// result has too many elements (checked_numel).
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// The same rule without throwing: false when a and b are incompatible (the count is not checked).
+bool try_broadcast_shapes(const Shape& a, const Shape& b, Shape* out);
 
 }  // namespace wick

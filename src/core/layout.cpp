@@ -1,16 +1,70 @@
 #include "wick/layout.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "wick/error.hpp"
 
 namespace wick {
 
-size_t shape_numel(const Shape& s) {
-  size_t n = 1;
-  for (size_t d : s) n *= d;
-  return n;
+namespace {
+constexpr uint64_t kMaxNumel = uint64_t(std::numeric_limits<int64_t>::max());
+
+// a * b into *out; false on int64 overflow. *out holds the wrapped product either way (no UB).
+bool mul_i64(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+
+std::string gib(size_t bytes) {
+  std::ostringstream o;
+  o.precision(3);
+  o << double(bytes) / double(size_t(1) << 30) << " GiB";
+  return o.str();
+}
+}  // namespace
+
+size_t checked_numel(const Shape& s, const char* op) {
+  uint64_t n = 1;
+  bool zero = false;
+  for (size_t d : s) {
+    if (d == 0) {
+      zero = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(n, uint64_t(d), &n) || n > kMaxNumel)
+      throw Error(ErrorKind::Shape, std::string(op) + ": shape " + shape_str(s) +
+                                        " has too many elements (the product of its non-zero dims passes 2^63 - 1, "
+                                        "the most a stride or offset can hold); use smaller dims");
+  }
+  return zero ? 0 : size_t(n);
+}
+
+size_t shape_numel(const Shape& s) { return checked_numel(s, "shape_numel"); }
+
+size_t checked_bytes(size_t numel, size_t elem_size, const char* op) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(numel, elem_size, &bytes) || bytes > size_t(std::numeric_limits<ptrdiff_t>::max()))
+    throw Error(ErrorKind::Shape, std::string(op) + ": " + std::to_string(numel) + " elements of " +
+                                      std::to_string(elem_size) + " bytes do not fit in the address space; use a "
+                                      "smaller shape");
+  return bytes;
+}
+
+void check_host_alloc(size_t bytes, const char* op) {
+  static const size_t phys = [] {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && size_t(pages) <= std::numeric_limits<size_t>::max() / size_t(page))
+      return size_t(pages) * size_t(page);
+#endif
+    return std::numeric_limits<size_t>::max();  // unknown: let the allocator decide
+  }();
+  if (bytes > phys)
+    throw Error(ErrorKind::OutOfMemory, std::string(op) + ": needs " + std::to_string(bytes) + " bytes (" + gib(bytes) +
+                                            ") of host memory, more than this machine has (" + gib(phys) +
+                                            "); use a smaller shape or work on it in pieces");
 }
 
 std::string shape_str(const Shape& s) {
@@ -22,6 +76,7 @@ std::string shape_str(const Shape& s) {
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& s) {
+  checked_numel(s, "contiguous_strides");  // every partial product below then fits in int64_t
   std::vector<int64_t> st(s.size());
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
@@ -37,7 +92,7 @@ bool Layout::is_contiguous() const {
   int64_t acc = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] != 1 && strides[i] != acc) return false;
-    acc *= int64_t(shape[i]);
+    if (!mul_i64(acc, int64_t(shape[i]), &acc)) return false;
   }
   return true;
 }
@@ -46,16 +101,22 @@ bool Layout::is_fortran_contiguous() const {
   int64_t acc = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] != 1 && strides[i] != acc) return false;
-    acc *= int64_t(shape[i]);
+    if (!mul_i64(acc, int64_t(shape[i]), &acc)) return false;
   }
   return true;
 }
 
 size_t Layout::max_offset_plus_one() const {
-  if (numel() == 0) return 0;
-  int64_t hi = int64_t(offset);
+  if (std::find(shape.begin(), shape.end(), size_t(0)) != shape.end()) return 0;
+  // Saturates: a view whose reach does not fit in 64 bits is larger than any storage.
+  constexpr size_t kFar = std::numeric_limits<size_t>::max();
+  if (offset > kMaxNumel) return kFar;
+  int64_t hi = int64_t(offset), step = 0;
   for (size_t i = 0; i < shape.size(); ++i)
-    if (strides[i] > 0) hi += strides[i] * int64_t(shape[i] - 1);
+    if (strides[i] > 0 &&
+        (shape[i] - 1 > kMaxNumel || !mul_i64(strides[i], int64_t(shape[i] - 1), &step) ||
+         __builtin_add_overflow(hi, step, &hi)))
+      return kFar;
   return size_t(hi) + 1;
 }
 
@@ -72,7 +133,12 @@ Layout Layout::narrow(size_t dim, size_t start, size_t len) const {
                                       " exceeds dim " + std::to_string(dim) + " of shape " + shape_str(shape));
   Layout r = *this;
   r.shape[dim] = len;
-  if (len > 0) r.offset = size_t(int64_t(offset) + int64_t(start) * strides[dim]);
+  int64_t skip = 0, off = 0;
+  if (len > 0 && (!mul_i64(int64_t(start), strides[dim], &skip) ||
+                  __builtin_add_overflow(int64_t(offset), skip, &off) || off < 0))
+    throw Error(ErrorKind::Shape, "narrow: start " + std::to_string(start) + " of dim " + std::to_string(dim) +
+                                      " moves the offset of " + str() + " past 2^63 - 1");
+  if (len > 0) r.offset = size_t(off);
   return r;
 }
 
@@ -104,6 +170,7 @@ Layout Layout::permute(const std::vector<size_t>& order) const {
 }
 
 Layout Layout::broadcast_as(const Shape& target) const {
+  checked_numel(target, "broadcast_as");
   if (target.size() < rank())
     throw Error(ErrorKind::Shape, "broadcast_as: cannot broadcast shape " + shape_str(shape) + " to lower-rank " +
                                       shape_str(target));
@@ -135,14 +202,15 @@ Layout Layout::unsqueeze(size_t dim) const {
     throw Error(ErrorKind::Shape, "unsqueeze: dim " + std::to_string(dim) + " is out of range for shape " +
                                       shape_str(shape) + " (allowed 0.." + std::to_string(rank()) + ")");
   Layout r = *this;
-  int64_t st = dim < rank() ? strides[dim] * int64_t(shape[dim]) : 1;
+  int64_t st = 1;
+  if (dim < rank()) mul_i64(strides[dim], int64_t(shape[dim]), &st);  // a size-1 dim's stride is never used
   r.shape.insert(r.shape.begin() + long(dim), 1);
   r.strides.insert(r.strides.begin() + long(dim), st);
   return r;
 }
 
 bool Layout::try_reshape(const Shape& ns, Layout* out) const {
-  if (shape_numel(ns) != numel()) return false;
+  if (checked_numel(ns, "reshape") != numel()) return false;
   if (numel() == 0 || is_contiguous()) {
     *out = Layout::contiguous(ns, offset);
     return true;
@@ -161,7 +229,9 @@ bool Layout::try_reshape(const Shape& ns, Layout* out) const {
     size_t osz = od[oi], nsz = ns[ni], o_end = oi + 1, n_end = ni + 1;
     while (osz != nsz) {
       if (osz < nsz) {
-        if (o_end >= od.size() || os[o_end - 1] != os[o_end] * int64_t(od[o_end])) return false;
+        int64_t chained = 0;
+        if (o_end >= od.size() || !mul_i64(os[o_end], int64_t(od[o_end]), &chained) || os[o_end - 1] != chained)
+          return false;
         osz *= od[o_end++];
       } else {
         if (n_end >= ns.size()) return false;
@@ -171,7 +241,7 @@ bool Layout::try_reshape(const Shape& ns, Layout* out) const {
     int64_t acc = os[o_end - 1];
     for (size_t k = n_end; k-- > ni;) {
       nst[k] = acc;
-      acc *= int64_t(ns[k]);
+      mul_i64(acc, int64_t(ns[k]), &acc);  // the last product is unused and may wrap
     }
     oi = o_end;
     ni = n_end;
@@ -189,18 +259,26 @@ std::string Layout::str() const {
   return o.str();
 }
 
-Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+bool try_broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
   size_t r = std::max(a.size(), b.size());
-  Shape out(r);
+  Shape o(r);
   for (size_t i = 0; i < r; ++i) {
     size_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     size_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1) out[i] = da;
-    else if (da == 1) out[i] = db;
-    else
-      throw Error(ErrorKind::Shape, std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
-                                        " cannot be broadcast together (numpy rules: trailing dims must be equal or 1)");
+    if (da == db || db == 1) o[i] = da;
+    else if (da == 1) o[i] = db;
+    else return false;
   }
+  *out = std::move(o);
+  return true;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  Shape out;
+  if (!try_broadcast_shapes(a, b, &out))
+    throw Error(ErrorKind::Shape, std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+                                      " cannot be broadcast together (numpy rules: trailing dims must be equal or 1)");
+  checked_numel(out, op);
   return out;
 }
 

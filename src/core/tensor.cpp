@@ -67,9 +67,10 @@ size_t Tensor::dim(int64_t d) const { return shape()[norm_dim(d, rank(), "dim")]
 std::string Tensor::str() const { return "Tensor" + shape_str(shape()) + " " + dtype_name(dtype_) + " " + device_.name(); }
 
 void Tensor::check_from_vector(size_t n, const Shape& shape) {
-  if (n != shape_numel(shape))
+  const size_t want = checked_numel(shape, "from_vector");
+  if (n != want)
     throw Error(ErrorKind::Shape, "from_vector: " + std::to_string(n) + " values do not fill shape " +
-                                      shape_str(shape) + " (" + std::to_string(shape_numel(shape)) + " elements)");
+                                      shape_str(shape) + " (" + std::to_string(want) + " elements)");
 }
 
 void Tensor::check_to_vector(DType requested) const {
@@ -78,6 +79,21 @@ void Tensor::check_to_vector(DType requested) const {
     throw Error(ErrorKind::DType, std::string("to_vector: asked for ") + dtype_name(requested) + " values from " +
                                       describe(*this) + "; call to_dtype(DType::" + dtype_name(dtype_) +
                                       ") first or ask for the matching type");
+  check_host_alloc(checked_bytes(numel(), dtype_size(dtype_), "to_vector"), "to_vector");
+}
+
+void Tensor::check_item(DType requested) const {
+  check_defined(*this, "item");
+  if (numel() != 1)
+    throw Error(ErrorKind::Shape, "item: needs a one-element tensor, got " + describe(*this) +
+                                      "; use to_vector() for several values");
+  check_to_vector(requested);
+}
+
+void Tensor::throw_host_alloc_failed(size_t numel, const char* op) const {
+  throw Error(ErrorKind::OutOfMemory, std::string(op) + ": could not allocate host memory for " +
+                                          std::to_string(numel) + " elements of " + describe(*this) +
+                                          "; free memory or work on a part of the tensor (narrow)");
 }
 
 void Tensor::copy_to_host(void* dst) const {
@@ -105,7 +121,14 @@ Tensor Tensor::to_device(Device dev) const {
   check_defined(*this, "to_device");
   if (dev == device_) return *this;
   Tensor c = contiguous();
-  std::vector<char> host(numel() * dtype_size(dtype_));
+  const size_t bytes = checked_bytes(numel(), dtype_size(dtype_), "to_device");
+  check_host_alloc(bytes, "to_device");
+  std::vector<char> host;
+  try {
+    host.resize(bytes);
+  } catch (const std::exception&) {  // std::bad_alloc
+    throw_host_alloc_failed(numel(), "to_device");
+  }
   c.copy_to_host(host.data());
   return wrap(backend_for(dev).from_host(host.data(), numel(), dtype_), shape(), dtype_, dev);
 }

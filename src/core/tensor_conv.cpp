@@ -1,6 +1,8 @@
 // Convolution, pooling and resampling: every shape and parameter is checked here (PyTorch's
 // rules) so that a backend only ever sees valid, non-overflowing sizes.
 #include <cmath>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "core/checks.hpp"
@@ -93,6 +95,7 @@ Tensor conv1d_impl(const Tensor& x, const Tensor& w, const Conv1dParams& p, bool
   s.c_out = check_channels(op, x, w, p.groups, transposed);
   const size_t l_out = out_size(op, "length", x, w, s.l_in, s.k_size, p.padding, p.stride, p.dilation,
                                 p.output_padding, transposed);
+  checked_numel({s.b, s.c_out, l_out}, op);
   auto st = transposed ? x.storage()->conv_transpose1d(x.layout(), *w.storage(), w.layout(), s)
                        : x.storage()->conv1d(x.layout(), *w.storage(), w.layout(), s);
   return wrap_like(std::move(st), {s.b, s.c_out, l_out}, x);
@@ -107,6 +110,7 @@ Tensor conv2d_impl(const Tensor& x, const Tensor& w, const Conv2dParams& p, bool
                                 p.output_padding_h, transposed);
   const size_t w_out = out_size(op, "width", x, w, s.w_in, s.k_w, p.padding_w, p.stride_w, p.dilation_w,
                                 p.output_padding_w, transposed);
+  checked_numel({s.b, s.c_out, h_out, w_out}, op);
   auto st = transposed ? x.storage()->conv_transpose2d(x.layout(), *w.storage(), w.layout(), s)
                        : x.storage()->conv2d(x.layout(), *w.storage(), w.layout(), s);
   return wrap_like(std::move(st), {s.b, s.c_out, h_out, w_out}, x);
@@ -130,11 +134,35 @@ void check_pool(const Tensor& t, size_t kh, size_t kw, size_t sh, size_t sw, con
                                       "; use a smaller kernel (pooling does not pad)");
 }
 
-void check_resample(const Tensor& t, const Shape& in, const Shape& out, const char* op) {
+// Returns the output shape (n, c, out...), its element count checked. Backends also build
+// per-dim index tables of the output sizes, so each output size alone must fit in memory too.
+Shape check_resample(const Tensor& t, const Shape& in, const Shape& out, const char* op) {
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i] == 0 || out[i] == 0)
       throw Error(ErrorKind::Shape, std::string(op) + ": input and output sizes must be at least 1; got input " +
                                         describe(t) + " and output size " + shape_str(out));
+  Shape full = {t.shape()[0], t.shape()[1]};
+  full.insert(full.end(), out.begin(), out.end());
+  checked_numel(full, op);
+  for (size_t o : out) checked_bytes(o, 2 * sizeof(int64_t), op);
+  return full;
+}
+
+// Resampling with only wick::Error leaving: the backends' host-side tables can still fail to
+// allocate (std::bad_alloc) when memory is short. An empty output needs no backend call.
+template <class F> Tensor resample(const Tensor& t, const Shape& out, const char* op, F backend_call) {
+  if (shape_numel(out) == 0) return Tensor::zeros(out, t.dtype(), t.device());
+  if (t.device().is_cpu())  // the tables, up to 16 bytes per output row/column, are host memory
+    for (size_t i = 2; i < out.size(); ++i) check_host_alloc(out[i] * 2 * sizeof(int64_t), op);
+  try {
+    return wrap_like(backend_call(), out, t);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::OutOfMemory, std::string(op) + ": out of memory for an output of " + shape_str(out) +
+                                            " from " + describe(t) + "; use a smaller output size");
+  } catch (const std::length_error&) {
+    throw Error(ErrorKind::OutOfMemory, std::string(op) + ": an output of " + shape_str(out) + " from " +
+                                            describe(t) + " is too large; use a smaller output size");
+  }
 }
 
 }  // namespace
@@ -165,15 +193,15 @@ Tensor Tensor::max_pool2d(size_t kh, size_t kw, size_t sh, size_t sw) const {
 
 Tensor Tensor::upsample_nearest1d(size_t out_l) const {
   check_rank(*this, 3, "upsample_nearest1d", "NCL");
-  check_resample(*this, {shape()[2]}, {out_l}, "upsample_nearest1d");
-  return wrap_like(storage_->upsample_nearest1d(layout_, out_l), {shape()[0], shape()[1], out_l}, *this);
+  const Shape out = check_resample(*this, {shape()[2]}, {out_l}, "upsample_nearest1d");
+  return resample(*this, out, "upsample_nearest1d", [&] { return storage_->upsample_nearest1d(layout_, out_l); });
 }
 
 Tensor Tensor::upsample_nearest2d(size_t out_h, size_t out_w) const {
   check_rank(*this, 4, "upsample_nearest2d", "NCHW");
-  check_resample(*this, {shape()[2], shape()[3]}, {out_h, out_w}, "upsample_nearest2d");
-  return wrap_like(storage_->upsample_nearest2d(layout_, out_h, out_w), {shape()[0], shape()[1], out_h, out_w},
-                   *this);
+  const Shape out = check_resample(*this, {shape()[2], shape()[3]}, {out_h, out_w}, "upsample_nearest2d");
+  return resample(*this, out, "upsample_nearest2d",
+                  [&] { return storage_->upsample_nearest2d(layout_, out_h, out_w); });
 }
 
 Tensor Tensor::upsample_bilinear2d(size_t out_h, size_t out_w, bool align_corners, std::optional<double> scale_h,
@@ -181,13 +209,14 @@ Tensor Tensor::upsample_bilinear2d(size_t out_h, size_t out_w, bool align_corner
   const char* op = "upsample_bilinear2d";
   check_rank(*this, 4, op, "NCHW");
   check_float(*this, op);
-  check_resample(*this, {shape()[2], shape()[3]}, {out_h, out_w}, op);
+  const Shape out = check_resample(*this, {shape()[2], shape()[3]}, {out_h, out_w}, op);
   for (auto sc : {scale_h, scale_w})
     if (sc && !(std::isfinite(*sc) && *sc > 0))
       throw Error(ErrorKind::Argument, std::string(op) + ": scale factors must be finite and positive, got " +
                                            std::to_string(*sc) + "; pass std::nullopt to use in/out");
-  return wrap_like(storage_->upsample_bilinear2d(layout_, out_h, out_w, align_corners, scale_h, scale_w),
-                   {shape()[0], shape()[1], out_h, out_w}, *this);
+  return resample(*this, out, op, [&] {
+    return storage_->upsample_bilinear2d(layout_, out_h, out_w, align_corners, scale_h, scale_w);
+  });
 }
 
 }  // namespace wick

@@ -74,22 +74,23 @@ Tensor Tensor::matmul(const Tensor& rhs) const {
                                       std::to_string(k2) + "); transpose or reshape one operand");
   const Shape lb(shape().begin(), shape().end() - 2), rb(rhs.shape().begin(), rhs.shape().end() - 2);
   Shape batch;
-  try {
-    batch = broadcast_shapes(lb, rb, op);
-  } catch (const Error&) {
+  if (!try_broadcast_shapes(lb, rb, &batch))
     throw Error(ErrorKind::Shape, std::string(op) + ": batch dims " + shape_str(lb) + " and " + shape_str(rb) +
                                       " do not broadcast (" + describe(*this) + " and " + describe(rhs) +
                                       "); each batch dim must match or be 1");
-  }
-  Tensor a = inner_is_blas_friendly(layout()) ? *this : contiguous();
-  Tensor b = inner_is_blas_friendly(rhs.layout()) ? rhs : rhs.contiguous();
   Shape sa = batch, sb = batch, so = batch;
   sa.insert(sa.end(), {m, k});
   sb.insert(sb.end(), {k, n});
   so.insert(so.end(), {m, n});
+  // Before any copy below: an output whose element count overflows is refused first.
+  checked_numel(sa, op);
+  checked_numel(sb, op);
+  checked_numel(so, op);
+  Tensor a = inner_is_blas_friendly(layout()) ? *this : contiguous();
+  Tensor b = inner_is_blas_friendly(rhs.layout()) ? rhs : rhs.contiguous();
   Layout la = a.layout().broadcast_as(sa), lr = b.layout().broadcast_as(sb);
   merge_batch_dims(la, lr);
-  const MatmulDims d{shape_numel(batch), m, n, k};
+  const MatmulDims d{checked_numel(batch, op), m, n, k};
   return wrap_like(a.storage()->matmul(*b.storage(), d, la, lr), so, *this);
 }
 

@@ -150,6 +150,7 @@ std::pair<Tensor, Tensor> Tensor::sort_last_dim(bool ascending) const {
   check_defined(*this, "sort_last_dim");
   Tensor idx = arg_sort_last_dim(ascending);
   const size_t n = rank() ? shape().back() : 1, es = dtype_size(dtype_), total = numel();
+  check_host_alloc(2 * checked_bytes(total, es, "sort_last_dim"), "sort_last_dim");
   std::vector<char> src(total * es), dst(total * es);
   copy_to_host(src.data());
   std::vector<uint32_t> ids = idx.to_vector<uint32_t>();

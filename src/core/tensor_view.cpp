@@ -3,11 +3,20 @@
 
 namespace wick {
 
-static Tensor view(const Tensor& t, Layout l) { return Tensor(t.storage(), std::move(l), t.dtype(), t.device()); }
+// Every view is checked against its storage: layout math that let a view reach past the
+// storage's last element would turn into out-of-bounds reads in the backends.
+static Tensor view(const Tensor& t, Layout l, const char* op) {
+  const size_t reach = l.max_offset_plus_one(), have = t.storage()->numel();
+  if (reach > have)
+    throw Error(ErrorKind::Internal, std::string(op) + ": the view " + l.str() + " reaches element " +
+                                         std::to_string(reach - 1) + " of a storage of " + std::to_string(have) +
+                                         " elements (" + describe(t) + "); this is a wick bug, please report it");
+  return Tensor(t.storage(), std::move(l), t.dtype(), t.device());
+}
 
 Tensor Tensor::narrow(int64_t dim, size_t start, size_t len) const {
   check_defined(*this, "narrow");
-  return view(*this, layout_.narrow(norm_dim(dim, rank(), "narrow"), start, len));
+  return view(*this, layout_.narrow(norm_dim(dim, rank(), "narrow"), start, len), "narrow");
 }
 
 Tensor Tensor::index(const std::vector<Range>& ranges) const {
@@ -26,7 +35,7 @@ Tensor Tensor::index(const std::vector<Range>& ranges) const {
                                         std::to_string(d) + " of " + describe(*this));
     l = l.narrow(d, size_t(s), size_t(e > s ? e - s : 0));
   }
-  return view(*this, l);
+  return view(*this, l, "index");
 }
 
 std::vector<Tensor> Tensor::chunk(size_t n, int64_t dim) const {
@@ -42,7 +51,8 @@ std::vector<Tensor> Tensor::chunk(size_t n, int64_t dim) const {
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   check_defined(*this, "transpose");
-  return view(*this, layout_.transpose(norm_dim(d0, rank(), "transpose"), norm_dim(d1, rank(), "transpose")));
+  return view(*this, layout_.transpose(norm_dim(d0, rank(), "transpose"), norm_dim(d1, rank(), "transpose")),
+              "transpose");
 }
 
 Tensor Tensor::t() const {
@@ -54,12 +64,12 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   check_defined(*this, "permute");
   std::vector<size_t> o;
   for (int64_t d : order) o.push_back(norm_dim(d, rank(), "permute"));
-  return view(*this, layout_.permute(o));
+  return view(*this, layout_.permute(o), "permute");
 }
 
 Tensor Tensor::broadcast_as(const Shape& s) const {
   check_defined(*this, "broadcast_as");
-  return view(*this, layout_.broadcast_as(s));
+  return view(*this, layout_.broadcast_as(s), "broadcast_as");
 }
 
 Tensor Tensor::broadcast_left(const Shape& left) const {
@@ -70,26 +80,26 @@ Tensor Tensor::broadcast_left(const Shape& left) const {
 
 Tensor Tensor::reshape(const Shape& s) const {
   check_defined(*this, "reshape");
-  if (shape_numel(s) != numel())
+  const size_t want = checked_numel(s, "reshape");
+  if (want != numel())
     throw Error(ErrorKind::Shape, "reshape: cannot reshape " + describe(*this) + " (" + std::to_string(numel()) +
-                                      " elements) to " + shape_str(s) + " (" + std::to_string(shape_numel(s)) +
-                                      " elements)");
+                                      " elements) to " + shape_str(s) + " (" + std::to_string(want) + " elements)");
   Layout l;
-  if (layout_.try_reshape(s, &l)) return view(*this, l);
+  if (layout_.try_reshape(s, &l)) return view(*this, l, "reshape");
   Tensor c = copy();
-  return view(c, Layout::contiguous(s));
+  return view(c, Layout::contiguous(s), "reshape");
 }
 
 Tensor Tensor::flatten_all() const { return reshape({numel()}); }
 
 Tensor Tensor::squeeze(int64_t dim) const {
   check_defined(*this, "squeeze");
-  return view(*this, layout_.squeeze(norm_dim(dim, rank(), "squeeze")));
+  return view(*this, layout_.squeeze(norm_dim(dim, rank(), "squeeze")), "squeeze");
 }
 
 Tensor Tensor::unsqueeze(int64_t dim) const {
   check_defined(*this, "unsqueeze");
-  return view(*this, layout_.unsqueeze(norm_dim(dim, rank() + 1, "unsqueeze")));
+  return view(*this, layout_.unsqueeze(norm_dim(dim, rank() + 1, "unsqueeze")), "unsqueeze");
 }
 
 Tensor Tensor::get(size_t i) const {
@@ -97,7 +107,7 @@ Tensor Tensor::get(size_t i) const {
   if (rank() == 0) throw Error(ErrorKind::Shape, "get: cannot index a rank-0 tensor");
   if (i >= shape()[0])
     throw Error(ErrorKind::Index, "get: index " + std::to_string(i) + " is out of range for dim 0 of " + describe(*this));
-  return view(*this, layout_.narrow(0, i, 1).squeeze(0));
+  return view(*this, layout_.narrow(0, i, 1).squeeze(0), "get");
 }
 
 }  // namespace wick

@@ -172,9 +172,12 @@ Tensor load_npy(const std::string& path, Device device) {
   Descr d = parse_descr(h.descr, path);
 
   const size_t es = dtype_size(d.dtype);
-  size_t n = 1, bytes;
-  for (size_t s : h.shape)
-    if (__builtin_mul_overflow(n, s, &n)) bad(path, "shape " + shape_str(h.shape) + " overflows");
+  size_t n = 0, bytes;
+  try {
+    n = checked_numel(h.shape, "load_npy");  // also bounds the other dims when one dim is 0
+  } catch (const Error&) {
+    bad(path, "shape " + shape_str(h.shape) + " overflows");
+  }
   if (__builtin_mul_overflow(n, es, &bytes)) bad(path, "shape " + shape_str(h.shape) + " overflows");
   if (bytes != size - data_start)
     bad(path, "shape " + shape_str(h.shape) + " of '" + h.descr + "' needs " + std::to_string(bytes) +
@@ -236,7 +239,9 @@ void save_npy(const Tensor& t, const std::string& path) {
   head += char(0);
   for (size_t i = 0; i < prefix - 8; ++i) head += char((h.size() >> (8 * i)) & 0xff);
 
-  std::vector<char> data(t.numel() * dtype_size(t.dtype()));
+  const size_t bytes = checked_bytes(t.numel(), dtype_size(t.dtype()), "save_npy");
+  check_host_alloc(bytes, "save_npy");
+  std::vector<char> data(bytes);
   t.copy_to_host(data.data());  // contiguous row-major, from any device
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw Error(ErrorKind::Io, "save_npy: cannot open '" + path + "' for writing: " + std::strerror(errno));

@@ -100,6 +100,33 @@ struct SafeTensors::Impl {
 
 namespace {
 
+// Rejects a key given twice in one JSON object, naming both byte offsets: nlohmann keeps only
+// the last of duplicate keys, so a tensor named twice would load as the later entry, where the
+// reference parser (serde_json) rejects the file. Checked in every object (tensor names at the
+// top, fields and metadata below). `text` is JSON that nlohmann already accepted, so the scan
+// only tracks strings and nesting; each key is decoded by nlohmann (escapes like \u0061).
+void check_unique_keys(const std::string& path, const unsigned char* text, size_t n, size_t file_offset) {
+  std::vector<std::unordered_map<std::string, size_t>> open;  // one per enclosing { or [
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = text[i];
+    if (c == '{' || c == '[') open.emplace_back();
+    else if ((c == '}' || c == ']') && !open.empty()) open.pop_back();
+    else if (c == '"') {
+      const size_t start = i;
+      for (++i; i < n && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;  // the escaped character cannot close the string
+      size_t j = i + 1;
+      while (j < n && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) ++j;
+      if (open.empty() || j >= n || text[j] != ':') continue;  // a value, not a key
+      const std::string key = nlohmann::json::parse(text + start, text + i + 1).get<std::string>();
+      auto [it, fresh] = open.back().emplace(key, file_offset + start);
+      if (!fresh)
+        bad(path, "header names '" + key + "' twice in one object (at byte offsets " + std::to_string(it->second) +
+                      " and " + std::to_string(file_offset + start) + "); each tensor name and field may appear once");
+    }
+  }
+}
+
 uint64_t get_u64(const nlohmann::json& v, const std::string& path, const std::string& what) {
   if (!v.is_number_unsigned()) bad(path, what + " must be a non-negative integer, got " + v.dump());
   return v.get<uint64_t>();
@@ -119,6 +146,16 @@ void parse_header(SafeTensors::Impl& impl) {
   if (n > size - kLenBytes)
     bad(path, "header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size) +
                   " bytes): the file is truncated or not safetensors");
+  // What nlohmann tolerates and serde_json does not: a UTF-8 byte order mark (nlohmann skips
+  // it) and a NUL byte (nlohmann stops there, dropping the rest). Raw NUL is never valid JSON
+  // text (inside strings it must be escaped); the format's padding is spaces (0x20).
+  const unsigned char* text = buf + kLenBytes;
+  if (n >= 3 && text[0] == 0xEF && text[1] == 0xBB && text[2] == 0xBF)
+    bad(path, "header starts with a UTF-8 byte order mark (byte offset 8); the format's JSON has none");
+  if (const void* nul = std::memchr(text, 0, size_t(n)))
+    bad(path, "header holds a NUL byte at byte offset " +
+                  std::to_string(kLenBytes + size_t(static_cast<const unsigned char*>(nul) - text)) +
+                  " (not valid JSON; pad the header with spaces)");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(buf + kLenBytes, buf + kLenBytes + n);
@@ -126,6 +163,7 @@ void parse_header(SafeTensors::Impl& impl) {
     bad(path, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) bad(path, "header must be a JSON object, got " + std::string(header.type_name()));
+  check_unique_keys(path, text, size_t(n), kLenBytes);
 
   for (auto& [key, val] : header.items()) {
     if (key == "__metadata__") {
@@ -177,6 +215,11 @@ void parse_header(SafeTensors::Impl& impl) {
     size_t bits;
     if (__builtin_mul_overflow(n, e.st->bits, &bits)) bad(path, where + " shape " + shape_str(e.shape) + " overflows");
     if (bits % 8) bad(path, where + " of " + e.st->name + " does not fill a whole number of bytes");
+    try {
+      checked_numel(e.shape, "safetensors");  // also its non-zero dims, when one dim is 0
+    } catch (const Error&) {
+      bad(path, where + " shape " + shape_str(e.shape) + " has more elements than a tensor can hold");
+    }
     if (e.end - e.begin != bits / 8)
       bad(path, where + " is " + e.st->name + " " + shape_str(e.shape) + " = " + std::to_string(bits / 8) +
                     " bytes, but data_offsets " + span + " span " + std::to_string(e.end - e.begin));
@@ -254,7 +297,8 @@ void save_safetensors(const std::map<std::string, Tensor>& tensors, const std::s
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t at = 0;
   for (const auto& [name, t] : order) {
-    size_t bytes = t->numel() * dtype_size(t->dtype());
+    size_t bytes = checked_bytes(t->numel(), dtype_size(t->dtype()), "save_safetensors");
+    check_host_alloc(bytes, "save_safetensors");  // each tensor passes through one host buffer
     header[name] = {{"dtype", st_name(t->dtype())}, {"shape", t->shape()}, {"data_offsets", {at, at + bytes}}};
     at += bytes;
   }

@@ -60,6 +60,9 @@ CpuStorage::CpuStorage(size_t numel, DType dtype) : numel_(numel), dtype_(dtype)
   if (numel != 0 && bytes / numel != dtype_size(dtype))
     throw Error(ErrorKind::OutOfMemory, "cpu alloc: " + std::to_string(numel) + " elements of " + dtype_name(dtype) +
                                             " overflow the address space");
+  // Refused before asking: past physical memory, operator new either throws or (overcommitted)
+  // succeeds and the first memset is killed; under ASan it aborts instead of throwing.
+  check_host_alloc(bytes, "cpu alloc");
   try {
     data_ = take_block(block_size(bytes));
   } catch (const std::bad_alloc&) {
