@@ -93,13 +93,21 @@ class Tensor {
 
   // ---- data out, conversion, copies (src/core/tensor_convert.cpp)
   template <class T> std::vector<T> to_vector() const {
-    check_to_vector(dtype_of_v<T>);
-    std::vector<T> out(numel());
+    check_to_vector(dtype_of_v<T>);  // Error(OutOfMemory) for more than the host's memory
+    std::vector<T> out;
+    try {
+      out.resize(numel());
+    } catch (const std::exception&) {  // std::bad_alloc, std::length_error: only wick::Error leaves
+      throw_host_alloc_failed(numel(), "to_vector");
+    }
     copy_to_host(out.data());
     return out;
   }
   void copy_to_host(void* dst) const;  // numel * dtype_size bytes, row-major; synchronises
-  template <class T> T item() const { return to_vector<T>().at(0); }
+  template <class T> T item() const {  // a one-element tensor (any rank), as PyTorch
+    check_item(dtype_of_v<T>);
+    return to_vector<T>()[0];
+  }
   double to_scalar_double() const;  // one-element tensor of any dtype
   Tensor to_dtype(DType dtype) const;
   Tensor to_device(Device device) const;
@@ -261,6 +269,8 @@ class Tensor {
  private:
   static void check_from_vector(size_t n, const Shape& shape);
   void check_to_vector(DType requested) const;
+  void check_item(DType requested) const;
+  [[noreturn]] void throw_host_alloc_failed(size_t numel, const char* op) const;
 
   std::shared_ptr<Storage> storage_;
   Layout layout_;
