@@ -77,7 +77,7 @@ Tensor check_scatter(const Tensor& self, const Tensor& ids, const Tensor& src, s
 Tensor arange_along(size_t n, const Shape& shape, size_t dim, Device dev) {
   Shape s(shape.size(), 1);
   s[dim] = n;
-  return Tensor::arange(0, double(n), 1, DType::U32, dev).reshape(s).broadcast_as(shape);
+  return Tensor::arange(0, double(n), 1, DType::I64, dev).reshape(s).broadcast_as(shape);  // i64: never the sentinel
 }
 
 // Writes src into the view `region` (same shape, shares storage with a fresh copy).
@@ -101,6 +101,7 @@ Tensor Tensor::index_select(const Tensor& ids, int64_t dim) const {
                                       "; flatten them with flatten_all() and reshape the result");
   Shape out = shape();
   out[d] = ids.numel();
+  checked_numel(out, "index_select");  // before the backend sizes its output (issue 7)
   return wrap_like(storage_->index_select(*ids.storage(), layout_, ids.layout(), d), out, *this);
 }
 
@@ -333,6 +334,7 @@ Tensor Tensor::one_hot(const Tensor& ids, size_t depth, DType dtype) {
   dispatch_index_dtype(ids.dtype(), "one_hot", [](auto) {});
   Shape s = ids.shape();
   s.push_back(depth);
+  checked_numel(s, "one_hot");
   Tensor out = Tensor::zeros(s, dtype, ids.device());
   if (ids.numel() == 0) return out;
   Shape one = ids.shape();
