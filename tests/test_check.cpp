@@ -1,9 +1,13 @@
 // Tests of the parity harness itself: comparisons, guards, input layouts, case verdicts.
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "check/check.hpp"
+#include "check/ops_doc.hpp"
+#include "ops/op_kinds.hpp"
 #include "test_util.hpp"
 
 using namespace wick;
@@ -254,16 +258,64 @@ TEST(CheckCases, CoverTheTensorApi) {
     if (c.op == "to_dtype" && c.layout == LayoutKind::Contiguous && c.variant.rfind("to=", 0) == 0)
       casts.insert(std::string(dtype_name(c.dtype)) + c.variant);
   }
-  EXPECT_EQ(casts.size(), 100u);
-  for (const char* op :
-       {"to_dtype", "copy", "contiguous", "affine", "powf", "elu", "exp", "log", "sin", "cos", "tanh", "neg", "recip",
-        "sqr", "sqrt", "abs", "gelu", "gelu_erf", "erf", "relu", "silu", "sigmoid", "ceil", "floor", "round", "sign",
-        "add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where_cond", "clamp",
-        "pow", "sum", "min", "max", "argmin", "argmax", "mean", "var", "log_sum_exp", "cumsum", "arg_sort",
-        "index_select", "gather", "scatter", "scatter_add", "scatter_set", "scatter_add_set", "index_add",
-        "embedding", "matmul", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
-        "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "cat", "stack", "flip", "pad", "tril",
-        "triu", "repeat", "slice_assign", "softmax_last_dim", "log_softmax_last_dim", "rms_norm", "layer_norm",
-        "rope_i", "rope", "rope_thd", "silu_mul", "swiglu", "attention"})
-    EXPECT_TRUE(ops.count(op)) << "no parity case for " << op;
+  EXPECT_EQ(casts.size(), size_t(kNumDTypes * kNumDTypes));
+  // Every op of the table has its parity cases (cases_elementwise.cpp loops over the table).
+  for (const UnaryOpInfo& u : kUnaryOps) EXPECT_TRUE(ops.count(u.name)) << "no parity case for " << u.name;
+  for (const BinaryOpInfo& b : kBinaryOps) EXPECT_TRUE(ops.count(b.name)) << "no parity case for " << b.name;
+  for (const CmpOpInfo& c : kCmpOps) EXPECT_TRUE(ops.count(c.name)) << "no parity case for " << c.name;
+  for (const ReduceOpInfo& r : kReduceOps) EXPECT_TRUE(ops.count(r.name)) << "no parity case for " << r.name;
+  // docs/ops.md and the parity cases agree both ways: every case a row names exists, and every
+  // op with parity cases is in a row of docs/ops.md (tools/check/ops_doc.cpp).
+  std::set<std::string> documented;
+  std::vector<OpRow> rows = backend_op_rows(), comp = composite_op_rows();
+  rows.insert(rows.end(), comp.begin(), comp.end());
+  for (const OpRow& r : rows)
+    for (const std::string& op : r.cases) {
+      documented.insert(op);
+      EXPECT_TRUE(ops.count(op)) << "docs/ops.md row '" << r.ops << "' names '" << op << "', which has no parity case";
+    }
+  for (const std::string& op : ops)
+    EXPECT_TRUE(documented.count(op)) << "parity case op '" << op << "' is in no row of tools/check/ops_doc.cpp";
+  // A few by hand, so that an empty table cannot pass.
+  for (const char* op : {"exp", "gelu_erf", "sign", "add", "minimum", "ge", "argmax", "matmul", "attention"})
+    EXPECT_TRUE(documented.count(op)) << op;
+  EXPECT_GE(ops.size(), 90u);
+}
+
+TEST(OpsDoc, RowsFollowTheTable) {
+  const std::string md = ops_markdown();
+  // Every table op appears in the generated text, with its dtype class in the same row.
+  auto row_of = [&](const std::string& op) {
+    for (size_t at = md.find("| element-wise | "); at != std::string::npos; at = md.find("| element-wise | ", at + 1)) {
+      std::string line = md.substr(at, md.find('\n', at) - at);
+      std::string ops = line.substr(17, line.find(" | ", 17) - 17);
+      for (size_t p = 0; p <= ops.size();) {
+        size_t e = ops.find(", ", p);
+        if (ops.substr(p, (e == std::string::npos ? ops.size() : e) - p) == op) return line;
+        if (e == std::string::npos) break;
+        p = e + 2;
+      }
+    }
+    return std::string();
+  };
+  EXPECT_NE(row_of("exp").find("| float |"), std::string::npos) << row_of("exp");
+  EXPECT_NE(row_of("neg").find("| all |"), std::string::npos) << row_of("neg");
+  for (const UnaryOpInfo& u : kUnaryOps) {
+    std::string line = row_of(u.name);
+    ASSERT_FALSE(line.empty()) << u.name << " is in no element-wise row";
+    EXPECT_NE(line.find(u.dtypes == DTypeClass::All ? "| all |" : "| float |"), std::string::npos) << line;
+  }
+  EXPECT_NE(md.find("**float** = bf16 f16 f32 f64 f8e4m3;"), std::string::npos);
+  EXPECT_NE(md.find("to_dtype: all 100 casts"), std::string::npos);
+}
+
+// docs/ops.md is generated; CI fails here when someone changed the table but not the file.
+TEST(OpsDoc, CommittedFileIsUpToDate) {
+  const std::string path = std::string(WICK_FIXTURES) + "/../../docs/ops.md";
+  std::ifstream f(path, std::ios::binary);
+  ASSERT_TRUE(f.good()) << "cannot read " << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_TRUE(ss.str() == ops_markdown())
+      << "docs/ops.md is stale: regenerate it with `build/wick ops --markdown > docs/ops.md`";
 }
