@@ -105,6 +105,11 @@ TEST(Hardening, ViewsAndShapeOpsRefuseWrappingShapes) {
   EXPECT_WICK_ERROR(Tensor::cat({h, h, h}, 0), Shape, "past 2^64");
   EXPECT_WICK_ERROR(Tensor::stack({h, h}, 0), Shape, "stack");
   EXPECT_EQ(x.repeat({2}).to_vector<float>(), (std::vector<float>{1, 2, 1, 2}));
+  // index_select / one_hot: 2^32 ids (a stride-0 view) picked from 2^32 rows.
+  Tensor ids = Tensor::zeros({1}, DType::U32).broadcast_as({k32});
+  EXPECT_WICK_ERROR(huge_view({k32, 1}).index_select(ids, 1), Shape, "index_select");
+  EXPECT_WICK_ERROR(Tensor::one_hot(ids, k32, DType::U8), Shape, "one_hot");
+  EXPECT_WICK_ERROR(Tensor::meshgrid({huge_view({k32}), huge_view({k32})}), Shape, "[4294967296, 4294967296]");
 }
 
 TEST(Hardening, MatmulAndConvOutputsRefuseWrappingShapes) {
