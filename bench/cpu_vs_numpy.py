@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Times `wick bench --json` on the CPU beside the same cases in NumPy.
 
-usage: bench/cpu_vs_numpy.py [path/to/wick] [--reps R] [--size small|default|large] [--op NAME]
+usage: bench/cpu_vs_numpy.py [path/to/wick] [--reps R] [--rounds N] [--size small|default|large] [--op NAME]
 
-Each case runs once to warm up, then R times; the median is reported, as `wick bench` does.
+Each case runs once to warm up, then R times; the median is taken, as `wick bench` does. The two
+sides alternate N rounds (wick bench, then NumPy, then wick bench...) and each side's time is the
+median over the rounds, so that load from other processes falls on both sides alike instead of on
+whichever ran while the machine was busy. The load average is printed before and after.
 The ratio is wick's speed over NumPy's (numpy_ms / wick_ms): above 1 means wick is faster.
 """
 import argparse
@@ -71,6 +74,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("wick", nargs="?", help="path to the wick binary (default: found under build*/)")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating wick/NumPy rounds (median over them)")
     ap.add_argument("--size", default="default", choices=["small", "default", "large"])
     ap.add_argument("--op", default=None, help="only cases whose name contains this")
     args = ap.parse_args()
@@ -79,26 +83,43 @@ def main():
     cmd = [wick, "bench", "--device", "cpu", "--json", "--reps", str(args.reps), "--size", args.size]
     if args.op:
         cmd += ["--op", args.op]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    cases = json.loads(out)
+    load0 = os.getloadavg()
+    wick_ms, np_ms, cases, fns = {}, {}, None, {}
+    for _ in range(max(args.rounds, 1)):
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        cases = json.loads(out)
+        for c in cases:
+            wick_ms.setdefault(c["name"], []).append(c["median_ms"])
+            if c["name"] not in fns:
+                fns[c["name"]] = numpy_case(c["name"], c["shape"])
+            if fns[c["name"]] is not None:
+                np_ms.setdefault(c["name"], []).append(time_median(fns[c["name"]], args.reps))
+    load1 = os.getloadavg()
 
-    print(f"wick: {wick}   numpy {np.__version__}   reps {args.reps} (median after one warm-up)")
+    print(f"wick: {wick}   numpy {np.__version__}   {os.cpu_count()} CPUs")
+    print(f"reps {args.reps} (median after one warm-up) x {args.rounds} alternating rounds (median)   "
+          f"load average {load0[0]:.2f} before, {load1[0]:.2f} after")
     print(f"{'case':<28} {'shape':<20} {'wick ms':>10} {'numpy ms':>10} {'ratio':>7}  rate (wick / numpy)")
+    ratios = []
     for c in cases:
-        fn = numpy_case(c["name"], c["shape"])
-        if fn is None:
-            print(f"{c['name']:<28} (no NumPy equivalent)")
+        name = c["name"]
+        shape = "x".join(str(s) for s in c["shape"])
+        if fns[name] is None:
+            print(f"{name:<28} {shape:<20} (no NumPy equivalent)")
             continue
-        np_ms = time_median(fn, args.reps)
-        ratio = np_ms / c["median_ms"] if c["median_ms"] > 0 else float("inf")
+        w, n = statistics.median(wick_ms[name]), statistics.median(np_ms[name])
+        ratio = n / w if w > 0 else float("inf")
+        ratios.append(ratio)
+        # the rates scale c's own numbers (taken at c["median_ms"]) to the medians
         if c.get("gflops"):
             flops = c["gflops"] * c["median_ms"]  # GFLOP/s * ms = MFLOP
-            rate = f"{c['gflops']:.1f} / {flops / np_ms:.1f} GFLOP/s"
+            rate = f"{flops / w:.1f} / {flops / n:.1f} GFLOP/s"
         else:
             nbytes = c["gbps"] * c["median_ms"]
-            rate = f"{c['gbps']:.2f} / {nbytes / np_ms:.2f} GB/s"
-        shape = "x".join(str(s) for s in c["shape"])
-        print(f"{c['name']:<28} {shape:<20} {c['median_ms']:>10.3f} {np_ms:>10.3f} {ratio:>7.2f}  {rate}")
+            rate = f"{nbytes / w:.2f} / {nbytes / n:.2f} GB/s"
+        print(f"{name:<28} {shape:<20} {w:>10.3f} {n:>10.3f} {ratio:>7.2f}  {rate}")
+    if ratios:
+        print(f"lowest ratio {min(ratios):.2f}")
 
 
 if __name__ == "__main__":

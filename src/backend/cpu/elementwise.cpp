@@ -1,10 +1,13 @@
 // CPU element-wise ops: the functors of src/ops/{unary,binary}.hpp applied through strided
 // walks. The dtype and op are dispatched once per call, so every inner loop is a plain
 // loop over one functor that the compiler can inline and vectorise.
+#include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
+#include "backend/cpu/vec_math.hpp"
 #include "ops/binary.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
@@ -18,6 +21,32 @@ namespace {
 template <class T, class F> StoragePtr map_unary(const CpuStorage& s, const Layout& l, F f) {
   auto out = new_storage(l.numel(), dtype_of_v<T>);
   map_strided(out->template ptr<T>(), l.shape, [f](T x) { return cast<T>(f(to_compute(x))); }, {&l}, s.ptr<T>());
+  return out;
+}
+
+// exp of f32 (and of the 1- and 2-byte floats, which compute in f32) through the vectorised
+// kernel of vec_math.hpp: contiguous f32 runs directly, any other run through a small f32
+// buffer, so that the result does not depend on the layout.
+template <class T> StoragePtr map_exp(const CpuStorage& s, const Layout& l) {
+  auto out = new_storage(l.numel(), dtype_of_v<T>);
+  T* o = out->template ptr<T>();
+  const T* in = s.ptr<T>();
+  auto plan = plan_strided<1>(l.shape, {&l});
+  parallel_for(plan.numel, [&](size_t b, size_t e) {
+    for_each_run<1>(plan, b, e, [&](size_t i, size_t len, const auto& offs, const auto& inner) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (inner[0] == 1) return exp_f32(in + offs[0], o + i, len);
+      }
+      constexpr size_t kBuf = 512;
+      float buf[kBuf];
+      for (size_t j0 = 0; j0 < len; j0 += kBuf) {
+        const size_t m = std::min(kBuf, len - j0);
+        for (size_t j = 0; j < m; ++j) buf[j] = to_compute(in[int64_t(offs[0]) + int64_t(j0 + j) * inner[0]]);
+        exp_f32(buf, buf, m);
+        for (size_t j = 0; j < m; ++j) o[i + j0 + j] = cast<T>(buf[j]);
+      }
+    });
+  });
   return out;
 }
 
@@ -86,6 +115,8 @@ StoragePtr CpuStorage::elu(const Layout& l, double alpha) const {
 StoragePtr CpuStorage::unary(UnaryOp op, const Layout& l) const {
   return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
+    if constexpr (std::is_same_v<compute_t<T>, float>)
+      if (op == UnaryOp::Exp) return map_exp<T>(*this, l);
     return with_unary_op(op, [&](auto f) -> StoragePtr {
       using F = decltype(f);
       if constexpr (is_float_v<T> || F::kInt) return map_unary<T>(*this, l, f);

@@ -54,15 +54,14 @@ void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const 
     gemm<T>(ab.trans, bb.trans, d.m, d.n, d.k, lhs + lo[i], size_t(ab.ld), rhs + ro[i], size_t(bb.ld),
             out + i * d.m * d.n);
   };
-#ifdef _OPENMP
   // OpenBLAS runs gemms up to 4 * 65536 multiply-adds on one thread, so a batch of such small
   // products is spread over our threads instead (concurrent calls are safe in OpenBLAS >= 0.3.7).
-  if (d.b > 1 && d.m * d.n * d.k <= kSmallGemm && omp_get_max_threads() > 1 && !omp_in_parallel()) {
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t i = 0; i < int64_t(d.b); ++i) one(size_t(i));
+  if (d.b > 1 && d.m * d.n * d.k <= kSmallGemm) {
+    parallel_for(d.b, [&](size_t b0, size_t b1) {
+      for (size_t i = b0; i < b1; ++i) one(i);
+    }, std::max<size_t>(1, kSmallGemm / std::max<size_t>(d.m * d.n * d.k, 1)));
     return;
   }
-#endif
   for (size_t i = 0; i < d.b; ++i) one(i);
 }
 

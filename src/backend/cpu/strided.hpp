@@ -6,14 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "backend/cpu/thread_pool.hpp"
 #include "wick/layout.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace wick::cpu {
 
@@ -90,20 +89,23 @@ void for_each_run(const StridedPlan<N>& p, size_t begin, size_t end, Run&& run) 
   }
 }
 
-// Splits [0, n) into chunks run on all cores; small work stays on the calling thread.
+// Splits [0, n) into chunks run on all cores (thread_pool.hpp); small work stays on the calling
+// thread. Chunks are claimed dynamically, several per thread, so that a thread the OS preempts
+// delays the op by at most one chunk.
 constexpr size_t kParallelGrain = 32768;
 template <class F> void parallel_for(size_t n, F&& f, size_t grain = kParallelGrain) {
-#ifdef _OPENMP
-  if (n >= 2 * grain && omp_get_max_threads() > 1 && !omp_in_parallel()) {
-    const int64_t chunks = int64_t(std::min<size_t>(n / grain, size_t(omp_get_max_threads()) * 4));
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      size_t b = n * size_t(c) / size_t(chunks), e = n * size_t(c + 1) / size_t(chunks);
-      f(b, e);
-    }
+  const size_t threads = pool_threads();
+  if (threads > 1 && n >= 2 * grain) {
+    struct Ctx {
+      std::remove_reference_t<F>* f;
+      size_t n, chunks;
+    } ctx{&f, n, std::min(n / grain, threads * 8)};
+    parallel_chunks(ctx.chunks, [](void* p, size_t c) {
+      const Ctx& x = *static_cast<const Ctx*>(p);
+      (*x.f)(x.n * c / x.chunks, x.n * (c + 1) / x.chunks);
+    }, &ctx);
     return;
   }
-#endif
   f(size_t(0), n);
 }
 

@@ -1,0 +1,129 @@
+// Vectorised f32 exp: GCC/Clang vector extensions, so that one body compiles to SSE2/NEON,
+// AVX2 or AVX-512 code inside functions that carry the target attribute.
+//
+// No a*b+c may be fused into an FMA: AVX2/AVX-512 have FMA and SSE2 does not, so contraction
+// would give each ISA different bits (and the error bound below was measured unfused).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "backend/cpu/vec_math.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "wick/error.hpp"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define WICK_VEC_X86 1
+#endif
+
+namespace wick::cpu {
+namespace {
+
+typedef float F4 __attribute__((vector_size(16)));
+typedef int32_t I4 __attribute__((vector_size(16)));
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+
+// exp(x) = 2^n * e^s with n = round(x / ln2) and |s| <= ln2/2 (Cody-Waite split of ln2, so that
+// n * kLn2Hi is exact), e^s by SLEEF's degree-7 minimax polynomial (expf_u10), 2^n by building
+// two powers of two from n's bits (one alone cannot reach the subnormal results near n = -150).
+template <class V, class I>
+[[gnu::always_inline]] inline void exp_vec(const V& xin, V& out) {
+  V x = xin;
+  x = x > 89.0f ? V{} + 89.0f : x;       // exp(89) is already inf in f32; NaN compares false and stays NaN
+  x = x < -104.0f ? V{} - 104.0f : x;    // exp(-104) rounds to 0
+  constexpr float kShift = 12582912.0f;  // 0x1.8p23: adding it rounds to an integer in the low bits
+  const V t = x * 1.44269504088896341f + kShift;
+  const V n = t - kShift;
+  const I ni = (I)t - (I)(V{} + kShift);  // (I) of a vector reinterprets its bits
+  V s = x - n * 0.693145751953125f;
+  s = s - n * 1.428606765330187045e-06f;
+  V u = V{} + 0.000198527617612853646278381f;
+  u = u * s + 0.00139304355252534151077271f;
+  u = u * s + 0.00833336077630519866943359f;
+  u = u * s + 0.0416664853692054748535156f;
+  u = u * s + 0.166666671633720397949219f;
+  u = u * s + 0.5f;
+  u = 1.0f + ((s * s) * u + s);
+  const I n1 = ni >> 1, n2 = ni - n1;  // n in [-150, 128]: both halves are normal exponents
+  out = u * (V)((n1 + 127) << 23) * (V)((n2 + 127) << 23);
+}
+
+template <class V, class I>
+[[gnu::always_inline]] inline void exp_loop(const float* in, float* out, size_t n) {
+  constexpr size_t W = sizeof(V) / sizeof(float);
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    V x, y;
+    std::memcpy(&x, in + i, sizeof x);  // unaligned load
+    exp_vec<V, I>(x, y);
+    std::memcpy(out + i, &y, sizeof y);
+  }
+  if (i < n) {  // the tail through one zero-padded vector
+    V x{}, y;
+    std::memcpy(&x, in + i, (n - i) * sizeof(float));
+    exp_vec<V, I>(x, y);
+    std::memcpy(out + i, &y, (n - i) * sizeof(float));
+  }
+}
+
+void exp_generic(const float* in, float* out, size_t n) { exp_loop<F4, I4>(in, out, n); }
+#ifdef WICK_VEC_X86
+[[gnu::target("avx2")]] void exp_avx2(const float* in, float* out, size_t n) { exp_loop<F8, I8>(in, out, n); }
+[[gnu::target("avx512f")]] void exp_avx512(const float* in, float* out, size_t n) { exp_loop<F16, I16>(in, out, n); }
+#endif
+
+VecIsa detect_isa() {
+#ifdef WICK_VEC_X86
+  __builtin_cpu_init();
+  // libgcc's check includes the OS enabling the wide register state (XGETBV), not only CPUID.
+  if (__builtin_cpu_supports("avx512f")) return VecIsa::Avx512;
+  if (__builtin_cpu_supports("avx2")) return VecIsa::Avx2;
+#endif
+  return VecIsa::Generic;
+}
+
+}  // namespace
+
+VecIsa best_vec_isa() {
+  static const VecIsa isa = detect_isa();
+  return isa;
+}
+
+const char* vec_isa_name(VecIsa isa) {
+  switch (isa) {
+    case VecIsa::Avx2:
+      return "avx2";
+    case VecIsa::Avx512:
+      return "avx512f";
+    default:
+      return "generic";
+  }
+}
+
+void exp_f32(const float* in, float* out, size_t n, VecIsa isa) {
+  if (int(isa) > int(best_vec_isa()))
+    throw Error(ErrorKind::Unsupported, std::string("exp_f32: this CPU has no ") + vec_isa_name(isa) +
+                                            "; use best_vec_isa() (" + vec_isa_name(best_vec_isa()) + ")");
+  switch (isa) {
+#ifdef WICK_VEC_X86
+    case VecIsa::Avx512:
+      return exp_avx512(in, out, n);
+    case VecIsa::Avx2:
+      return exp_avx2(in, out, n);
+#endif
+    default:
+      return exp_generic(in, out, n);
+  }
+}
+
+void exp_f32(const float* in, float* out, size_t n) { exp_f32(in, out, n, best_vec_isa()); }
+
+}  // namespace wick::cpu

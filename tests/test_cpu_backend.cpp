@@ -1,0 +1,177 @@
+// The CPU backend's machinery below the ops: the vectorised exp kernel (every ISA this CPU has)
+// and the worker pool. Expected exp values come from the f64 std::exp (libm), not from the kernel.
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/strided.hpp"
+#include "backend/cpu/thread_pool.hpp"
+#include "backend/cpu/vec_math.hpp"
+#include "test_util.hpp"
+
+using namespace wick;
+using namespace wick::cpu;
+
+namespace {
+
+std::vector<VecIsa> isas() {
+  std::vector<VecIsa> v{VecIsa::Generic};
+  if (int(best_vec_isa()) >= int(VecIsa::Avx2)) v.push_back(VecIsa::Avx2);
+  if (best_vec_isa() == VecIsa::Avx512) v.push_back(VecIsa::Avx512);
+  return v;
+}
+
+// Inputs over the whole domain: a dense sweep, both ends (overflow, subnormal results,
+// underflow), odd lengths for the vector tails, and the special values.
+std::vector<float> exp_inputs() {
+  std::vector<float> x;
+  for (int i = 0; i <= 400000; ++i) x.push_back(-110.0f + 200.0f * float(i) / 400000.0f);
+  for (float v = 88.5f; v < 89.5f; v = std::nextafter(v, 100.0f)) x.push_back(v);
+  for (float v = -104.5f; v < -86.5f; v += 1.0f / 4096) x.push_back(v);
+  for (float v = 1e-30f; v < 1e-3f; v *= 1.37f) x.push_back(v), x.push_back(-v);
+  for (float v : {0.0f, -0.0f, 1.0f, -1.0f, 0x1.62e42ep6f, 0x1.62e430p6f, -0x1.9fe368p6f, -0x1.9fe36ap6f, INFINITY,
+                  -INFINITY, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
+    x.push_back(v);
+  x.push_back(NAN);
+  x.push_back(7.0f);  // odd length: exercises the tail path
+  return x;
+}
+
+}  // namespace
+
+TEST(VecExp, WithinOneUlpOnEveryIsa) {
+  const std::vector<float> x = exp_inputs();
+  for (VecIsa isa : isas()) {
+    std::vector<float> y(x.size());
+    exp_f32(x.data(), y.data(), x.size(), isa);
+    size_t bad = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(double(x[i]));
+      const float want_f = float(want);  // inf / 0 where f32 overflows / underflows
+      if (std::isnan(x[i])) {
+        if (!std::isnan(y[i])) ++bad;
+      } else if (std::isinf(want_f) || want_f == 0.0f) {
+        // glibc's expf overflows above 0x1.62e42ep6 and flushes below -0x1.9fe368p6: the same cut
+        if (y[i] != want_f && !(want_f == 0.0f && y[i] <= 0x1p-149f)) ++bad;
+      } else {
+        const double ulp = std::ldexp(1.0, std::max(std::ilogb(want_f), -126) - 23);
+        if (!(std::fabs(double(y[i]) - want) <= ulp)) {
+          if (bad++ < 5) ADD_FAILURE() << vec_isa_name(isa) << ": exp(" << x[i] << ") = " << y[i] << ", want " << want;
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0u) << vec_isa_name(isa);
+  }
+}
+
+TEST(VecExp, SameBitsOnEveryIsaAndInPlace) {
+  const std::vector<float> x = exp_inputs();
+  std::vector<float> ref(x.size());
+  exp_f32(x.data(), ref.data(), x.size(), VecIsa::Generic);
+  for (VecIsa isa : isas()) {
+    for (size_t n : {x.size(), size_t(1), size_t(15), size_t(17), size_t(33)}) {
+      std::vector<float> y(x.begin(), x.begin() + n);
+      exp_f32(y.data(), y.data(), n, isa);  // in place
+      EXPECT_EQ(std::memcmp(y.data(), ref.data(), n * sizeof(float)), 0) << vec_isa_name(isa) << " n=" << n;
+    }
+  }
+}
+
+TEST(VecExp, AskingForAMissingIsaIsAnError) {
+  if (best_vec_isa() == VecIsa::Avx512) GTEST_SKIP() << "this CPU has every ISA";
+  float x = 0, y = 0;
+  EXPECT_THROW(exp_f32(&x, &y, 1, VecIsa::Avx512), Error);
+}
+
+// Tensor::exp takes the kernel for contiguous and strided f32 and for the half types; the
+// result must not depend on the layout.
+TEST(VecExp, TensorExpSameForEveryLayout) {
+  const size_t r = 300, c = 257;  // odd sizes: runs end off the vector width
+  std::vector<float> v(r * c);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i % 2000) - 1000) / 37.0f;
+  Tensor t = Tensor::from_vector(v, {r, c});
+  std::vector<float> want(v.size());
+  exp_f32(v.data(), want.data(), v.size());
+  EXPECT_EQ(t.exp().to_vector<float>(), want);
+  EXPECT_EQ(wick::test::as_offset(t).exp().to_vector<float>(), want);
+  // transposed storage: exp of the transposed view, read back transposed
+  Tensor tt = Tensor::from_vector(v, {c, r}).t();  // (r, c) view with strides (1, r)
+  std::vector<float> want_t(v.size());
+  for (size_t i = 0; i < r; ++i)
+    for (size_t j = 0; j < c; ++j) want_t[i * c + j] = want[j * r + i];
+  EXPECT_EQ(tt.exp().to_vector<float>(), want_t);
+  for (DType d : {DType::F16, DType::BF16}) {
+    Tensor h = t.to_dtype(d);
+    std::vector<float> hv = h.to_dtype(DType::F32).to_vector<float>();
+    std::vector<float> e(hv.size());
+    exp_f32(hv.data(), e.data(), hv.size());
+    Tensor want_h = Tensor::from_vector(e, {r, c}).to_dtype(d);  // one rounding of the f32 result
+    EXPECT_EQ(h.exp().to_dtype(DType::F32).to_vector<float>(), want_h.to_dtype(DType::F32).to_vector<float>());
+    EXPECT_EQ(wick::test::as_transposed(h).exp().to_dtype(DType::F32).to_vector<float>(),
+              want_h.to_dtype(DType::F32).to_vector<float>());
+  }
+}
+
+TEST(ThreadPool, EveryChunkRunsOnce) {
+  EXPECT_GE(pool_threads(), 1u);
+  for (size_t chunks : {0, 1, 2, 3, 16, 1000}) {
+    std::vector<std::atomic<int>> hits(chunks);
+    auto fn = [](void* p, size_t c) { (*static_cast<std::vector<std::atomic<int>>*>(p))[c].fetch_add(1); };
+    for (int rep = 0; rep < 50; ++rep) parallel_chunks(chunks, fn, &hits);
+    for (size_t c = 0; c < chunks; ++c) EXPECT_EQ(hits[c].load(), 50) << "chunk " << c << " of " << chunks;
+  }
+}
+
+TEST(ThreadPool, ParallelForCoversTheRangeOnce) {
+  for (size_t n : {size_t(0), size_t(1), size_t(65535), size_t(65536), size_t(1000003)}) {
+    std::vector<uint8_t> seen(n, 0);
+    parallel_for(n, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) seen[i]++;
+    });
+    size_t ones = 0;
+    for (uint8_t s : seen) ones += s == 1;
+    EXPECT_EQ(ones, n) << "n=" << n;
+  }
+}
+
+TEST(ThreadPool, NestedCallsRunInline) {
+  std::atomic<size_t> total{0};
+  parallel_for(1 << 20, [&](size_t b, size_t e) {
+    parallel_for(
+        e - b, [&](size_t b2, size_t e2) { total += e2 - b2; }, 1024);
+  });
+  EXPECT_EQ(total.load(), size_t(1) << 20);
+}
+
+TEST(ThreadPool, ExceptionReachesTheCallerAndThePoolStillWorks) {
+  EXPECT_THROW(parallel_for(1 << 20,
+                            [](size_t b, size_t) {
+                              if (b == 0) throw std::runtime_error("chunk failed");
+                            }),
+               std::runtime_error);
+  std::atomic<size_t> total{0};
+  parallel_for(1 << 20, [&](size_t b, size_t e) { total += e - b; });
+  EXPECT_EQ(total.load(), size_t(1) << 20);
+}
+
+// Several user threads at once: one gets the pool, the others run their loops inline.
+TEST(ThreadPool, ConcurrentCallers) {
+  std::vector<std::thread> ts;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int rep = 0; rep < 100; ++rep) {
+        std::atomic<size_t> total{0};
+        parallel_for(
+            200000, [&](size_t b, size_t e) { total += e - b; }, 4096);
+        if (total.load() != 200000) wrong++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
