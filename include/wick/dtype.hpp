@@ -7,17 +7,56 @@
 
 namespace wick {
 
-// Candle's ten dtypes, in Candle's order.
-enum class DType : uint8_t { U8, U32, I16, I32, I64, BF16, F16, F32, F64, F8E4M3 };
-constexpr int kNumDTypes = 10;
-constexpr DType kAllDTypes[kNumDTypes] = {DType::U8,   DType::U32, DType::I16, DType::I32, DType::I64,
-                                          DType::BF16, DType::F16, DType::F32, DType::F64, DType::F8E4M3};
+// The one list of dtypes, Candle's ten in Candle's order: X(Enum, name, C++ type, bytes, is_float).
+// The enum, kAllDTypes, dtype_size/name/is_float, dtype_of, the dtype dispatch
+// (src/ops/dtype_dispatch.hpp) and the parity harness's host decode follow from it. The C++
+// types f16, bf16 and f8e4m3 are defined below; the list is only expanded after them where the
+// type is used.
+#define WICK_DTYPES(X)                 \
+  X(U8, "u8", uint8_t, 1, false)       \
+  X(U32, "u32", uint32_t, 4, false)    \
+  X(I16, "i16", int16_t, 2, false)     \
+  X(I32, "i32", int32_t, 4, false)     \
+  X(I64, "i64", int64_t, 8, false)     \
+  X(BF16, "bf16", bf16, 2, true)       \
+  X(F16, "f16", f16, 2, true)          \
+  X(F32, "f32", float, 4, true)        \
+  X(F64, "f64", double, 8, true)       \
+  X(F8E4M3, "f8e4m3", f8e4m3, 1, true)
 
-size_t dtype_size(DType d);
-const char* dtype_name(DType d);  // "u8", "f32", ... as Candle and safetensors-lowercase
+#define WICK_DTYPE_ENUM(E, ...) E,
+enum class DType : uint8_t { WICK_DTYPES(WICK_DTYPE_ENUM) };
+#undef WICK_DTYPE_ENUM
+#define WICK_DTYPE_VALUE(E, ...) DType::E,
+constexpr DType kAllDTypes[] = {WICK_DTYPES(WICK_DTYPE_VALUE)};
+#undef WICK_DTYPE_VALUE
+constexpr int kNumDTypes = int(sizeof(kAllDTypes) / sizeof(kAllDTypes[0]));
+
+#define WICK_DTYPE_SIZE(E, n, T, bytes, is_float) \
+  case DType::E: return bytes;
+#define WICK_DTYPE_NAME(E, n, T, bytes, is_float) \
+  case DType::E: return n;
+#define WICK_DTYPE_IS_FLOAT(E, n, T, bytes, is_float) \
+  case DType::E: return is_float;
+constexpr size_t dtype_size(DType d) {
+  switch (d) { WICK_DTYPES(WICK_DTYPE_SIZE) }
+  return 0;
+}
+// "u8", "f32", ... as Candle and safetensors-lowercase
+constexpr const char* dtype_name(DType d) {
+  switch (d) { WICK_DTYPES(WICK_DTYPE_NAME) }
+  return "?";
+}
+// bf16 f16 f32 f64 f8e4m3
+constexpr bool dtype_is_float(DType d) {
+  switch (d) { WICK_DTYPES(WICK_DTYPE_IS_FLOAT) }
+  return false;
+}
+#undef WICK_DTYPE_SIZE
+#undef WICK_DTYPE_NAME
+#undef WICK_DTYPE_IS_FLOAT
+constexpr bool dtype_is_int(DType d) { return !dtype_is_float(d); }
 DType dtype_from_name(const std::string& name);  // throws Error(DType) for unknown names
-bool dtype_is_float(DType d);                    // bf16 f16 f32 f64 f8e4m3
-inline bool dtype_is_int(DType d) { return !dtype_is_float(d); }
 
 namespace detail {
 WICK_HD uint32_t f32_bits(float f) {
@@ -119,16 +158,13 @@ struct f8e4m3 {
 
 // C++ type <-> DType.
 template <class T> struct dtype_of;
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::U8; };
-template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::U32; };
-template <> struct dtype_of<int16_t> { static constexpr DType value = DType::I16; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::I32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::I64; };
-template <> struct dtype_of<bf16> { static constexpr DType value = DType::BF16; };
-template <> struct dtype_of<f16> { static constexpr DType value = DType::F16; };
-template <> struct dtype_of<float> { static constexpr DType value = DType::F32; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::F64; };
-template <> struct dtype_of<f8e4m3> { static constexpr DType value = DType::F8E4M3; };
+#define WICK_DTYPE_OF(E, n, T, ...) \
+  template <> struct dtype_of<T> { static constexpr DType value = DType::E; };
+WICK_DTYPES(WICK_DTYPE_OF)
+#undef WICK_DTYPE_OF
+#define WICK_DTYPE_BYTES(E, n, T, bytes, ...) static_assert(sizeof(T) == bytes, "dtype list: bytes of " n);
+WICK_DTYPES(WICK_DTYPE_BYTES)
+#undef WICK_DTYPE_BYTES
 template <class T> constexpr DType dtype_of_v = dtype_of<T>::value;
 
 }  // namespace wick

@@ -12,17 +12,11 @@
 namespace wick {
 
 template <class F> decltype(auto) dispatch_dtype(DType d, F&& f) {
-  switch (d) {
-    case DType::U8: return f(uint8_t{});
-    case DType::U32: return f(uint32_t{});
-    case DType::I16: return f(int16_t{});
-    case DType::I32: return f(int32_t{});
-    case DType::I64: return f(int64_t{});
-    case DType::BF16: return f(bf16{});
-    case DType::F16: return f(f16{});
-    case DType::F32: return f(float{});
-    case DType::F64: return f(double{});
-    case DType::F8E4M3: return f(f8e4m3{});
+  switch (d) {  // one case per row of the dtype list (WICK_DTYPES, wick/dtype.hpp)
+#define WICK_DTYPE_CASE(E, n, T, ...) \
+  case DType::E: return f(T{});
+    WICK_DTYPES(WICK_DTYPE_CASE)
+#undef WICK_DTYPE_CASE
   }
   throw Error(ErrorKind::Internal, "dispatch_dtype: unknown dtype");
 }

@@ -9,8 +9,15 @@
 namespace wick::check {
 
 inline const std::vector<DType> kAll(std::begin(kAllDTypes), std::end(kAllDTypes));
-inline const std::vector<DType> kFloats = {DType::BF16, DType::F16, DType::F32, DType::F64, DType::F8E4M3};
-inline const std::vector<DType> kInts = {DType::U8, DType::U32, DType::I16, DType::I32, DType::I64};
+// The float and integer dtypes of the dtype list (wick/dtype.hpp), in its order.
+inline std::vector<DType> dtypes_where(bool (*keep)(DType)) {
+  std::vector<DType> out;
+  for (DType d : kAllDTypes)
+    if (keep(d)) out.push_back(d);
+  return out;
+}
+inline const std::vector<DType> kFloats = dtypes_where(dtype_is_float);
+inline const std::vector<DType> kInts = dtypes_where(dtype_is_int);
 inline const std::vector<DType> kIdDTypes = {DType::U8, DType::U32, DType::I16, DType::I32, DType::I64};
 
 // A failure that is not a value mismatch: bytes a case must not change did change.

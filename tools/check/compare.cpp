@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "check/check.hpp"
 
@@ -41,11 +42,14 @@ double nmse(const std::vector<double>& got, const std::vector<double>& want) {
   return num / std::max(den, std::numeric_limits<double>::min());
 }
 
+// Storage bytes -> double: the float types through their own conversion (f16, bf16 and f8e4m3
+// are structs with an explicit float conversion), everything else by value.
 template <class T> static void decode_as(const unsigned char* p, size_t n, std::vector<double>& out) {
   for (size_t i = 0; i < n; ++i) {
     T v;
-    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-    out[i] = double(v);
+    std::memcpy(static_cast<void*>(&v), p + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_arithmetic_v<T>) out[i] = double(v);
+    else out[i] = double(float(v));
   }
 }
 
@@ -55,25 +59,11 @@ std::vector<double> host_values(const Tensor& t) {
   t.copy_to_host(raw.data());
   std::vector<double> out(n);
   const unsigned char* p = raw.data();
-  switch (t.dtype()) {
-    case DType::U8: decode_as<uint8_t>(p, n, out); break;
-    case DType::U32: decode_as<uint32_t>(p, n, out); break;
-    case DType::I16: decode_as<int16_t>(p, n, out); break;
-    case DType::I32: decode_as<int32_t>(p, n, out); break;
-    case DType::I64: decode_as<int64_t>(p, n, out); break;
-    case DType::F32: decode_as<float>(p, n, out); break;
-    case DType::F64: decode_as<double>(p, n, out); break;
-    case DType::F16:
-    case DType::BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t b;
-        std::memcpy(&b, p + 2 * i, 2);
-        out[i] = t.dtype() == DType::F16 ? f16_bits_to_f32(b) : bf16_bits_to_f32(b);
-      }
-      break;
-    case DType::F8E4M3:
-      for (size_t i = 0; i < n; ++i) out[i] = f8e4m3_bits_to_f32(p[i]);
-      break;
+  switch (t.dtype()) {  // one case per row of the dtype list (WICK_DTYPES, wick/dtype.hpp)
+#define WICK_DTYPE_CASE(E, name, T, ...) \
+  case DType::E: decode_as<T>(p, n, out); break;
+    WICK_DTYPES(WICK_DTYPE_CASE)
+#undef WICK_DTYPE_CASE
   }
   return out;
 }
