@@ -26,15 +26,18 @@ namespace {
 
 typedef float F4 __attribute__((vector_size(16)));
 typedef int32_t I4 __attribute__((vector_size(16)));
+typedef uint32_t U4 __attribute__((vector_size(16)));
 typedef float F8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
+typedef uint32_t U8 __attribute__((vector_size(32)));
 typedef float F16 __attribute__((vector_size(64)));
 typedef int32_t I16 __attribute__((vector_size(64)));
+typedef uint32_t U16 __attribute__((vector_size(64)));
 
 // exp(x) = 2^n * e^s with n = round(x / ln2) and |s| <= ln2/2 (Cody-Waite split of ln2, so that
-// n * kLn2Hi is exact), e^s by SLEEF's degree-7 minimax polynomial (expf_u10), 2^n by building
+// n times ln2's high part is exact), e^s by SLEEF's degree-7 minimax polynomial (expf_u10), 2^n by building
 // two powers of two from n's bits (one alone cannot reach the subnormal results near n = -150).
-template <class V, class I>
+template <class V, class I, class U>
 [[gnu::always_inline]] inline void exp_vec(const V& xin, V& out) {
   V x = xin;
   x = x > 89.0f ? V{} + 89.0f : x;       // exp(89) is already inf in f32; NaN compares false and stays NaN
@@ -42,7 +45,8 @@ template <class V, class I>
   constexpr float kShift = 12582912.0f;  // 0x1.8p23: adding it rounds to an integer in the low bits
   const V t = x * 1.44269504088896341f + kShift;
   const V n = t - kShift;
-  const I ni = (I)t - (I)(V{} + kShift);  // (I) of a vector reinterprets its bits
+  // (I) of a vector reinterprets its bits; unsigned arithmetic, as NaN lanes hold any bits
+  const I ni = (I)((U)t - (U)(V{} + kShift));
   V s = x - n * 0.693145751953125f;
   s = s - n * 1.428606765330187045e-06f;
   V u = V{} + 0.000198527617612853646278381f;
@@ -52,32 +56,34 @@ template <class V, class I>
   u = u * s + 0.166666671633720397949219f;
   u = u * s + 0.5f;
   u = 1.0f + ((s * s) * u + s);
-  const I n1 = ni >> 1, n2 = ni - n1;  // n in [-150, 128]: both halves are normal exponents
+  const I n1 = ni >> 1, n2 = (I)((U)ni - (U)n1);  // n in [-150, 128]: both halves are normal exponents
   out = u * (V)((n1 + 127) << 23) * (V)((n2 + 127) << 23);
 }
 
-template <class V, class I>
+template <class V, class I, class U>
 [[gnu::always_inline]] inline void exp_loop(const float* in, float* out, size_t n) {
   constexpr size_t W = sizeof(V) / sizeof(float);
   size_t i = 0;
   for (; i + W <= n; i += W) {
     V x, y;
     std::memcpy(&x, in + i, sizeof x);  // unaligned load
-    exp_vec<V, I>(x, y);
+    exp_vec<V, I, U>(x, y);
     std::memcpy(out + i, &y, sizeof y);
   }
   if (i < n) {  // the tail through one zero-padded vector
     V x{}, y;
     std::memcpy(&x, in + i, (n - i) * sizeof(float));
-    exp_vec<V, I>(x, y);
+    exp_vec<V, I, U>(x, y);
     std::memcpy(out + i, &y, (n - i) * sizeof(float));
   }
 }
 
-void exp_generic(const float* in, float* out, size_t n) { exp_loop<F4, I4>(in, out, n); }
+void exp_generic(const float* in, float* out, size_t n) { exp_loop<F4, I4, U4>(in, out, n); }
 #ifdef WICK_VEC_X86
-[[gnu::target("avx2")]] void exp_avx2(const float* in, float* out, size_t n) { exp_loop<F8, I8>(in, out, n); }
-[[gnu::target("avx512f")]] void exp_avx512(const float* in, float* out, size_t n) { exp_loop<F16, I16>(in, out, n); }
+[[gnu::target("avx2")]] void exp_avx2(const float* in, float* out, size_t n) { exp_loop<F8, I8, U8>(in, out, n); }
+[[gnu::target("avx512f")]] void exp_avx512(const float* in, float* out, size_t n) {
+  exp_loop<F16, I16, U16>(in, out, n);
+}
 #endif
 
 VecIsa detect_isa() {
