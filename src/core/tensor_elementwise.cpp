@@ -54,14 +54,14 @@ Tensor scalar_like(const Tensor& t, Scalar s, const char* op) {
 WICK_UNARY_OPS(WICK_UNARY_METHOD)
 #undef WICK_UNARY_METHOD
 
-#define WICK_BINARY_METHOD(E, n, ...)                                                                      \
-  Tensor Tensor::n(const Tensor& o) const { return binary_op(*this, o, BinaryOp::E); }                    \
+#define WICK_BINARY_METHOD(E, n, ...)                                                  \
+  Tensor Tensor::n(const Tensor& o) const { return binary_op(*this, o, BinaryOp::E); } \
   Tensor Tensor::n(Scalar s) const { return binary_op(*this, scalar_like(*this, s, #n), BinaryOp::E); }
 WICK_BINARY_OPS(WICK_BINARY_METHOD)
 #undef WICK_BINARY_METHOD
 
-#define WICK_CMP_METHOD(E, n)                                                                               \
-  Tensor Tensor::n(const Tensor& o) const { return cmp_op(*this, o, CmpOp::E); }                          \
+#define WICK_CMP_METHOD(E, n)                                                    \
+  Tensor Tensor::n(const Tensor& o) const { return cmp_op(*this, o, CmpOp::E); } \
   Tensor Tensor::n(Scalar s) const { return cmp_op(*this, scalar_like(*this, s, #n), CmpOp::E); }
 WICK_CMP_OPS(WICK_CMP_METHOD)
 #undef WICK_CMP_METHOD

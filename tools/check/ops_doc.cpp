@@ -12,7 +12,8 @@ namespace {
 
 const char* class_name(DTypeClass c) { return c == DTypeClass::All ? "all" : "float"; }
 
-template <class Info, class Keep> std::vector<std::string> names_of(const Info& table, Keep keep) {
+template <class Info, class Keep>
+std::vector<std::string> names_of(const Info& table, Keep keep) {
   std::vector<std::string> out;
   for (const auto& row : table)
     if (keep(row)) out.push_back(row.name);
@@ -36,8 +37,10 @@ std::string dtype_group(bool (*keep)(DType)) {
 
 std::vector<OpRow> backend_op_rows() {
   std::vector<OpRow> rows = {
-      {"fill/copy", "const_set (zeros, ones, full, eye), copy_strided_src (contiguous, copy), copy2d (cat, stack)",
-       "all", {"copy", "contiguous", "cat", "stack"}},
+      {"fill/copy",
+       "const_set (zeros, ones, full, eye), copy_strided_src (contiguous, copy), copy2d (cat, stack)",
+       "all",
+       {"copy", "contiguous", "cat", "stack"}},
       {"fill/copy", "to_dtype: all " + std::to_string(kNumDTypes * kNumDTypes) + " casts", "all -> all", {"to_dtype"}},
       {"random", "rand (uniform), randn (normal), same numbers on every backend", "float", {}},
       {"element-wise", "affine", "all", {"affine"}},
@@ -59,10 +62,17 @@ std::vector<OpRow> backend_op_rows() {
   std::vector<OpRow> rest = {
       {"scan/sort", "cumsum (any dim)", "all", {"cumsum"}},
       {"scan/sort", "arg_sort (last dim, asc/desc, stable, any length) -> u32", "all", {"arg_sort"}},
-      {"indexing", "index_select, gather, scatter, scatter_add, index_add (ids u8/u32/i16/i32/i64)", "all",
+      {"indexing",
+       "index_select, gather, scatter, scatter_add, index_add (ids u8/u32/i16/i32/i64)",
+       "all",
        {"index_select", "gather", "scatter", "scatter_add", "index_add", "scatter_set", "scatter_add_set"}},
-      {"linear algebra", "matmul (batched, broadcast batch, transposed operands without copies)", "all", {"matmul"},
-       "run (OpenBLAS f32/f64)", "run (cuBLAS f16/bf16/f32/f64)", "compiled (rocBLAS)"},
+      {"linear algebra",
+       "matmul (batched, broadcast batch, transposed operands without copies)",
+       "all",
+       {"matmul"},
+       "run (OpenBLAS f32/f64)",
+       "run (cuBLAS f16/bf16/f32/f64)",
+       "compiled (rocBLAS)"},
       {"conv",
        "conv1d, conv2d, conv_transpose1d, conv_transpose2d (stride, padding, dilation, groups, output padding)",
        "all",
@@ -71,15 +81,30 @@ std::vector<OpRow> backend_op_rows() {
       {"pooling", "avg_pool2d", "float", {"avg_pool2d"}},
       {"resampling", "upsample_nearest1d, upsample_nearest2d", "all", {"upsample_nearest1d", "upsample_nearest2d"}},
       {"resampling", "upsample_bilinear2d (align_corners, scale factors)", "float", {"upsample_bilinear2d"}},
-      {"nn (fused)", "softmax_last_dim, log_softmax_last_dim (f32 accumulation for half types)", "float",
-       {"softmax_last_dim", "log_softmax_last_dim"}, "run", "run (kernels/nn.cu)"},
-      {"nn (fused)", "rms_norm (optional weight), layer_norm (optional weight, bias; biased variance)", "float",
-       {"rms_norm", "layer_norm"}, "run", "run (kernels/nn.cu)"},
-      {"nn (fused)", "rope_i (interleaved), rope (half split), rope_thd ((b, t, h, d)); cos/sin (t, d/2) or (b, t, d/2)",
-       "float", {"rope_i", "rope", "rope_thd"}, "run", "run (kernels/nn.cu)"},
+      {"nn (fused)",
+       "softmax_last_dim, log_softmax_last_dim (f32 accumulation for half types)",
+       "float",
+       {"softmax_last_dim", "log_softmax_last_dim"},
+       "run",
+       "run (kernels/nn.cu)"},
+      {"nn (fused)",
+       "rms_norm (optional weight), layer_norm (optional weight, bias; biased variance)",
+       "float",
+       {"rms_norm", "layer_norm"},
+       "run",
+       "run (kernels/nn.cu)"},
+      {"nn (fused)",
+       "rope_i (interleaved), rope (half split), rope_thd ((b, t, h, d)); cos/sin (t, d/2) or (b, t, d/2)",
+       "float",
+       {"rope_i", "rope", "rope_thd"},
+       "run",
+       "run (kernels/nn.cu)"},
       {"nn (fused)", "silu_mul (broadcasting), swiglu", "float", {"silu_mul", "swiglu"}, "run", "run (kernels/nn.cu)"},
-      {"nn (fused)", "attention (online softmax, causal bottom-right, grouped-query heads, strided q/k/v)",
-       "bf16 f16 f32 f64", {"attention"}, "run",
+      {"nn (fused)",
+       "attention (online softmax, causal bottom-right, grouped-query heads, strided q/k/v)",
+       "bf16 f16 f32 f64",
+       {"attention"},
+       "run",
        "run (kernels/attention_flash.cu for f16/bf16 head dim 64/128 on sm_80+; kernels/attention.cu otherwise)",
        "compiled (kernels/attention.cu: rocBLAS)"},
   };
@@ -90,24 +115,35 @@ std::vector<OpRow> backend_op_rows() {
 std::vector<OpRow> composite_op_rows() {
   return {
       {"", "mean, var, log_sum_exp, norm", "float", {"mean", "var", "log_sum_exp", "norm"}},
-      {"", "softmax, log_softmax over any dim (the fused last-dim kernels behind a transpose)", "float",
+      {"",
+       "softmax, log_softmax over any dim (the fused last-dim kernels behind a transpose)",
+       "float",
        {"softmax", "log_softmax"}},
-      {"", "clamp, scalar arithmetic, pow (tensor exponent), round_to", "all (pow: float; round_to: see semantics.md)",
+      {"",
+       "clamp, scalar arithmetic, pow (tensor exponent), round_to",
+       "all (pow: float; round_to: see semantics.md)",
        {"clamp", "pow"}},
       {"", "sort (values and indices), dot, mv", "all", {"sort", "dot", "mv"}},
-      {"", "pad_with_zeros, pad_with_same, flip, repeat, tril, triu, cat, stack", "all",
+      {"",
+       "pad_with_zeros, pad_with_same, flip, repeat, tril, triu, cat, stack",
+       "all",
        {"pad", "flip", "repeat", "tril", "triu", "cat", "stack"}},
-      {"", "one_hot, embedding, slice_assign, slice_scatter, meshgrid", "all",
+      {"",
+       "one_hot, embedding, slice_assign, slice_scatter, meshgrid",
+       "all",
        {"one_hot", "embedding", "slice_assign", "slice_scatter"}},
-      {"", "losses (`wick::loss`, include/wick/nn.hpp): nll, cross_entropy, binary_cross_entropy_with_logit, mse, huber",
-       "float", {"loss"}},
+      {"",
+       "losses (`wick::loss`, include/wick/nn.hpp): nll, cross_entropy, binary_cross_entropy_with_logit, mse, huber",
+       "float",
+       {"loss"}},
   };
 }
 
 std::string ops_markdown() {
   std::string s =
       "# Ops x dtypes x backends\n\n"
-      "<!-- Generated by `wick ops --markdown` (tools/check/ops_doc.cpp, from src/ops/op_table.hpp); do not edit. -->\n\n";
+      "<!-- Generated by `wick ops --markdown` (tools/check/ops_doc.cpp, from src/ops/op_table.hpp); do not edit. "
+      "-->\n\n";
   s += "Dtype groups: **all** = " + dtype_group([](DType) { return true; }) +
        "; **float** = " + dtype_group(dtype_is_float) + "; **int** = " + dtype_group(dtype_is_int) +
        ". Half types (bf16, f16, f8e4m3) compute in f32 and round once. Semantics where Candle and PyTorch differ: "
