@@ -12,11 +12,11 @@
 #   io             src/io            never src/backend/gpu
 #   future llm     src/llm           only include/wick (the public API, as any user)
 #   library        src, include      never tools/ (the wick command and its parity harness)
-# Spellings: no WICK_HAVE_GPU in src/core (backends are chosen at link time); no __CUDA_ARCH__,
-# __HIP_DEVICE_COMPILE__ or asm( outside src/backend/gpu and src/ops/capabilities.hpp, which
-# turns them into capability macros; no __CUDACC__/__HIPCC__/__device__/__global__ in a public
-# header but config.hpp's WICK_HD. Each public header compiles alone as plain C++20 (g++,
-# no -D flags): no device code in the API.
+# Spellings: no WICK_HAVE_GPU in src/core (backends are chosen at link time); no __CUDA_ARCH__ or
+# __HIP_DEVICE_COMPILE__ outside src/backend/gpu and src/ops/capabilities.hpp, which turns them
+# into capability macros; asm( only there and in src/backend/cpu (host-ISA hints); no
+# __CUDACC__/__HIPCC__/__device__/__global__ in a public header but config.hpp's WICK_HD. Each
+# public header compiles alone as plain C++20 (g++, no -D flags): no device code in the API.
 #
 # Usage: scripts/check_layers.sh [ROOT]   (ROOT defaults to the repository of this script)
 set -euo pipefail
@@ -73,7 +73,8 @@ def edge_rule(src, dst):
     return None
 
 include_re = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
-device_re = re.compile(r"__CUDA_ARCH__|__HIP_DEVICE_COMPILE__|\basm\s*(volatile\s*)?\(")
+device_re = re.compile(r"__CUDA_ARCH__|__HIP_DEVICE_COMPILE__")
+asm_re = re.compile(r"\b(__)?asm(__)?\s*(volatile\s*|__volatile__\s*)?\(")
 have_gpu_re = re.compile(r"\bWICK_HAVE_GPU\b")
 # Device code in the public API; config.hpp alone spells WICK_HD's __host__ __device__.
 public_device_re = re.compile(r"__CUDACC__|__HIPCC__|__device__|__global__|__shared__|__host__")
@@ -101,8 +102,13 @@ for top in ROOTS:
                 bad.append("%s:%d: device code in a public header: it belongs behind the GPU backend or "
                            "in src/ops" % (f, n))
             if device_re.search(code) and not under(f, "src/backend/gpu") and f != CAPABILITY_HEADER:
-                bad.append("%s:%d: device-compiler macro or asm outside src/backend/gpu: test the "
-                           "capability macros of %s instead" % (f, n, CAPABILITY_HEADER))
+                bad.append("%s:%d: device-compiler macro outside src/backend/gpu: test the capability "
+                           "macros of %s instead" % (f, n, CAPABILITY_HEADER))
+            # Inline assembly belongs to a backend of its instruction set: GPU code (or the
+            # capability header), or host-ISA hints of the CPU backend (a spin-wait pause).
+            if asm_re.search(code) and not under(f, "src/backend/gpu", "src/backend/cpu") and f != CAPABILITY_HEADER:
+                bad.append("%s:%d: inline asm outside src/backend/gpu, src/backend/cpu and %s" %
+                           (f, n, CAPABILITY_HEADER))
 
 for b in bad:
     print(b)
