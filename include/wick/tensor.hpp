@@ -91,7 +91,7 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   std::string str() const;  // "Tensor[2, 3] f32 cpu"
 
-  // ---- data out, conversion, copies (src/core/tensor_convert.cpp)
+  // ---- data out, conversion, copies (src/core/tensor.cpp)
   template <class T> std::vector<T> to_vector() const {
     check_to_vector(dtype_of_v<T>);  // Error(OutOfMemory) for more than the host's memory
     std::vector<T> out;
