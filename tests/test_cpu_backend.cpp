@@ -1,5 +1,6 @@
 // The CPU backend's machinery below the ops: the vectorised exp kernel (every ISA this CPU has)
 // and the worker pool. Expected exp values come from the f64 std::exp (libm), not from the kernel.
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -174,4 +175,28 @@ TEST(ThreadPool, ConcurrentCallers) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Copies and casts of transposed views go by tiles (strided.hpp); expected values by index math.
+TEST(StridedMap, TransposedCopiesAndCastsByTiles) {
+  for (auto [b, r, c] : {std::array<size_t, 3>{1, 16, 16}, {3, 37, 45}, {2, 300, 70}, {1, 1000, 17}}) {
+    std::vector<float> v(b * r * c);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(i) * 0.5f - 7.0f;
+    Tensor x = Tensor::from_vector(v, {b, r, c});
+    Tensor xt = x.transpose(1, 2);  // (b, c, r) view: row stride 1, column stride c
+    std::vector<float> want(v.size());
+    for (size_t k = 0; k < b; ++k)
+      for (size_t i = 0; i < c; ++i)
+        for (size_t j = 0; j < r; ++j) want[(k * c + i) * r + j] = v[(k * r + j) * c + i];
+    EXPECT_EQ(xt.contiguous().to_vector<float>(), want) << b << "x" << r << "x" << c;
+    std::vector<double> want_d(want.begin(), want.end());
+    EXPECT_EQ(xt.to_dtype(DType::F64).to_vector<double>(), want_d);
+    // an offset view: the tiles start from the view's offset
+    Tensor xn = x.narrow(2, 1, c - 1).transpose(1, 2);
+    std::vector<float> want_n;
+    for (size_t k = 0; k < b; ++k)
+      for (size_t i = 1; i < c; ++i)
+        for (size_t j = 0; j < r; ++j) want_n.push_back(v[(k * r + j) * c + i]);
+    EXPECT_EQ(xn.contiguous().to_vector<float>(), want_n);
+  }
 }
