@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
+#include "backend/cpu/thread_pool.hpp"
 #include "backend/matmul_block.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
@@ -36,16 +38,58 @@ std::vector<size_t> batch_offsets(const Layout& l, size_t b) {
   return offs;
 }
 
-template <class T>
-void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c) {
-  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(n));
-  else
-    cblas_dgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(n));
+// OpenBLAS runs single-threaded inside libwick; the gemms are split over the backend's pool
+// instead. With its own threads, OpenBLAS's idle workers spin (sched_yield) for a long time after
+// every gemm (OPENBLAS_THREAD_TIMEOUT, read only at load time), so on 2 cores an exp of 1M floats
+// right after a 1024^3 matmul took 0.89 ms instead of 0.24; one pool also means no two sets of
+// threads contending for the cores. Trade-off: openblas_set_num_threads is process-wide, so other
+// code in the process that calls OpenBLAS directly runs it single-threaded too (it can call
+// openblas_set_num_threads again; wick's own gemms stay split over its pool either way).
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-constexpr size_t kSmallGemm = 4 * 65536;
+template <class T>
+void gemm_1(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c,
+            size_t ldc) {
+  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, TA, TB, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+}
+
+constexpr size_t kSmallGemm = 4 * 65536;  // below this, a gemm is not worth splitting
+
+// C (m x n, row-major, ldc = n) = op(A) op(B) on all cores: one panel of C per thread (rows when
+// m >= n, else columns), each a single-threaded gemm. One panel per thread and no more, since
+// every panel packs the whole of the other operand again; panels are rounded to 32 rows/columns
+// (a multiple of OpenBLAS's micro-kernel tiles).
+template <class T>
+void gemm(bool ta, bool tb, size_t m, size_t n, size_t k, const T* a, size_t lda, const T* b, size_t ldb, T* c) {
+  blas_single_threaded();
+  const size_t threads = pool_threads();
+  const bool rows = m >= n;
+  const size_t len = rows ? m : n;
+  const size_t panels = std::min(threads, (len + 31) / 32);
+  if (panels < 2 || m * n * k <= kSmallGemm) return gemm_1(ta, tb, m, n, k, a, lda, b, ldb, c, n);
+  const size_t step = ((len + panels - 1) / panels + 31) / 32 * 32;
+  struct Ctx {
+    bool ta, tb, rows;
+    size_t m, n, k, lda, ldb, step, len;
+    const T *a, *b;
+    T* c;
+  } ctx{ta, tb, rows, m, n, k, lda, ldb, step, len, a, b, c};
+  parallel_chunks((len + step - 1) / step, [](void* p, size_t i) {
+    const Ctx& x = *static_cast<const Ctx*>(p);
+    const size_t s = i * x.step, e = std::min(x.len, s + x.step);
+    if (x.rows)  // A's row s: a + s * lda, or a + s when A is stored transposed (k x m)
+      gemm_1(x.ta, x.tb, e - s, x.n, x.k, x.a + (x.ta ? s : s * x.lda), x.lda, x.b, x.ldb, x.c + s * x.n, x.n);
+    else  // B's column s: b + s, or b + s * ldb when B is stored transposed (n x k)
+      gemm_1(x.ta, x.tb, x.m, e - s, x.k, x.a, x.lda, x.b + (x.tb ? s * x.ldb : s), x.ldb, x.c + s, x.n);
+  }, &ctx);
+}
 
 template <class T>
 void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const MatmulBlock& ab,
@@ -54,8 +98,8 @@ void matmul_blas(const T* lhs, const T* rhs, T* out, const MatmulDims& d, const 
     gemm<T>(ab.trans, bb.trans, d.m, d.n, d.k, lhs + lo[i], size_t(ab.ld), rhs + ro[i], size_t(bb.ld),
             out + i * d.m * d.n);
   };
-  // OpenBLAS runs gemms up to 4 * 65536 multiply-adds on one thread, so a batch of such small
-  // products is spread over our threads instead (concurrent calls are safe in OpenBLAS >= 0.3.7).
+  // A batch of small products (each too small to split) is spread over the pool by batch
+  // instead (concurrent calls are safe in OpenBLAS >= 0.3.7).
   if (d.b > 1 && d.m * d.n * d.k <= kSmallGemm) {
     parallel_for(d.b, [&](size_t b0, size_t b1) {
       for (size_t i = b0; i < b1; ++i) one(i);
