@@ -200,3 +200,28 @@ TEST(StridedMap, TransposedCopiesAndCastsByTiles) {
     EXPECT_EQ(xn.contiguous().to_vector<float>(), want_n);
   }
 }
+
+// Gemms big enough to be split into row panels (m >= n) or column panels (m < n), with each
+// operand stored plain or transposed; expected values by a naive f64 loop.
+TEST(SplitGemm, PanelsMatchNaiveProduct) {
+  for (auto [m, k, n] : {std::array<size_t, 3>{70, 90, 65}, {33, 100, 150}, {300, 64, 40}}) {
+    std::vector<float> a(m * k), b(k * n);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i * 7 % 23) - 11) / 8.0f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i * 5 % 19) - 9) / 4.0f;
+    std::vector<double> want(m * n, 0.0);
+    for (size_t i = 0; i < m; ++i)
+      for (size_t j = 0; j < n; ++j)
+        for (size_t p = 0; p < k; ++p) want[i * n + j] += double(a[i * k + p]) * double(b[p * n + j]);
+    std::vector<float> at(k * m), bt(n * k);  // the same matrices stored transposed
+    for (size_t i = 0; i < m; ++i)
+      for (size_t p = 0; p < k; ++p) at[p * m + i] = a[i * k + p];
+    for (size_t p = 0; p < k; ++p)
+      for (size_t j = 0; j < n; ++j) bt[j * k + p] = b[p * n + j];
+    Tensor A = Tensor::from_vector(a, {m, k}), B = Tensor::from_vector(b, {k, n});
+    Tensor At = Tensor::from_vector(at, {k, m}).t(), Bt = Tensor::from_vector(bt, {n, k}).t();
+    for (const auto& [x, y] : {std::pair{A, B}, std::pair{At, B}, std::pair{A, Bt}, std::pair{At, Bt}}) {
+      EXPECT_TRUE(wick::test::all_close(x.matmul(y), want, 1e-5, 1e-4)) << m << "x" << k << "x" << n;
+      EXPECT_TRUE(wick::test::all_close(x.to_dtype(DType::F64).matmul(y.to_dtype(DType::F64)), want, 1e-12, 1e-12));
+    }
+  }
+}
