@@ -1,9 +1,8 @@
-// The README's "API in ten lines" (between the markers, verbatim), then checks of what it computed:
-// exits 0 and prints "api_tour: OK" when every check holds, 1 otherwise.
+// The README's "API in ten lines" between the markers (its #include is at the top), then checks of what it
+// computed: exits 0 and prints "api_tour: OK" when every check holds, 1 otherwise.
 #include <cmath>
 #include <cstdio>
 #include <vector>
-
 #include <wick/wick.hpp>
 
 namespace {
@@ -18,6 +17,7 @@ void expect(bool ok, const char* what) {
 
 int main() try {
   // ---- README
+  // clang-format off
   using namespace wick;
 
   Device dev = Device::best();                                  // a GPU if built and present, else cpu
@@ -28,6 +28,7 @@ int main() try {
   Tensor p = (y - m).exp() / (y - m).exp().sum({-1}, true);     // softmax by hand
   std::vector<float> v = p.to_vector<float>();                  // synchronises
   save_safetensors({{"p", p}}, "p.safetensors");
+  // clang-format on
   // ---- end of README
 
   std::printf("wick %s, device %s, p is %s\n", WICK_VERSION, dev.name().c_str(), p.str().c_str());

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <string>
 #include <vector>
-
 #include <wick/wick.hpp>
 
 using namespace wick;
