@@ -3,6 +3,7 @@
 #include "wick/device.hpp"
 #include "wick/dtype.hpp"
 #include "wick/error.hpp"
+#include "wick/gguf.hpp"
 #include "wick/io.hpp"
 #include "wick/layout.hpp"
 #include "wick/nn.hpp"

@@ -1,0 +1,124 @@
+#pragma once
+// GGUF (llama.cpp's model file), versions 2 and 3: memory-mapped and lazy like SafeTensors.
+// The header, metadata and tensor infos are parsed and validated at open; a tensor's bytes stay
+// a span into the mapping until load() or raw() asks for them.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wick/tensor.hpp"
+
+namespace wick {
+
+// ggml type ids as gguf-py's constants.py (GGMLQuantizationType) numbers them. Only the ones wick
+// knows the block layout of; any other id in a file is Error(Io) at open.
+enum class GGMLType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+  MXFP4 = 39,
+};
+
+const char* ggml_type_name(GGMLType t);
+size_t ggml_block_size(GGMLType t);  // elements per block (1 for plain types)
+size_t ggml_type_size(GGMLType t);   // bytes per block
+bool ggml_is_quantized(GGMLType t);
+
+// Metadata value types, numbered as the GGUF spec (GGUFValueType).
+enum class GGUFType : uint32_t {
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  Bool = 7,
+  String = 8,
+  Array = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
+};
+const char* gguf_type_name(GGUFType t);
+
+// One metadata value. Integers are held widened (u for unsigned types, i for signed), floats in
+// f, bool in b; an Array holds its element type and elements (which may be arrays themselves).
+struct GGUFValue {
+  GGUFType type = GGUFType::U8;
+  uint64_t u = 0;
+  int64_t i = 0;
+  double f = 0;
+  bool b = false;
+  std::string s;
+  GGUFType elem_type = GGUFType::U8;  // for Array
+  std::vector<GGUFValue> array;
+
+  // Checked reads: Error(DType) naming both types when the value is of another kind.
+  uint64_t as_u64() const;  // any unsigned type, or a non-negative signed one
+  int64_t as_i64() const;   // any integer type that fits
+  double as_f64() const;    // f32/f64
+  bool as_bool() const;
+  const std::string& as_string() const;
+  const std::vector<GGUFValue>& as_array() const;
+};
+
+struct GGUFTensorInfo {
+  std::string name;
+  std::vector<uint64_t> dims;  // ggml order: dims[0] is the innermost (contiguous) dimension
+  GGMLType type = GGMLType::F32;
+  uint64_t offset = 0;  // from the start of the data section
+  size_t nbytes = 0;
+  Shape shape() const;  // row-major (dims reversed), as gguf-py's reader and NumPy show it
+  size_t numel() const;
+};
+
+class GGUFFile {
+ public:
+  // Malformed input of any kind is Error(Io) naming the field and its byte offset.
+  static GGUFFile open(const std::string& path);
+  uint32_t version() const;
+  size_t alignment() const;    // general.alignment, default 32
+  size_t data_offset() const;  // byte offset of the data section in the file
+  const std::vector<std::pair<std::string, GGUFValue>>& metadata() const;  // in file order
+  const GGUFValue* find(const std::string& key) const;                     // null when absent
+  const std::vector<GGUFTensorInfo>& tensors() const;                      // in file order
+  bool contains(const std::string& name) const;
+  const GGUFTensorInfo& tensor(const std::string& name) const;  // Error(Argument) when absent
+  // The tensor's bytes exactly as stored (blocks for quantized types), inside the mapping, which
+  // lives while any copy of this GGUFFile does.
+  std::pair<const unsigned char*, size_t> raw(const std::string& name) const;
+  // F32/F16/BF16 (and F64/I16/I32/I64) as a Tensor of the row-major shape; a quantized or I8
+  // tensor is Error(Unsupported) naming its type.
+  Tensor load(const std::string& name, Device device = Device::cpu()) const;
+
+  struct Impl;
+
+ private:
+  GGUFFile() = default;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace wick

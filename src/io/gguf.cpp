@@ -1,0 +1,433 @@
+// GGUF reader: every read is bounds-checked against the mapping, every count is bounded by the
+// bytes left before anything is reserved, so a malformed file is Error(Io), never a crash.
+#include "wick/gguf.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "io/mmap.hpp"
+
+static_assert(std::endian::native == std::endian::little, "wick's file readers assume a little-endian host");
+
+namespace wick {
+namespace {
+
+constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
+constexpr size_t kDefaultAlignment = 32;
+constexpr int kMaxNesting = 8;    // arrays inside arrays, beyond which a file is refused
+constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS: llama.cpp refuses more
+
+struct TypeInfo {
+  GGMLType type;
+  const char* name;
+  size_t block, bytes;
+  bool plain;  // loads as a Tensor
+  DType dtype;
+};
+
+// Block sizes and bytes per block as ggml.c's type_traits (and gguf-py's GGML_QUANT_SIZES).
+constexpr TypeInfo kTypes[] = {
+    {GGMLType::F32, "F32", 1, 4, true, DType::F32},         {GGMLType::F16, "F16", 1, 2, true, DType::F16},
+    {GGMLType::BF16, "BF16", 1, 2, true, DType::BF16},      {GGMLType::F64, "F64", 1, 8, true, DType::F64},
+    {GGMLType::I8, "I8", 1, 1, false, DType::U8},           {GGMLType::I16, "I16", 1, 2, true, DType::I16},
+    {GGMLType::I32, "I32", 1, 4, true, DType::I32},         {GGMLType::I64, "I64", 1, 8, true, DType::I64},
+    {GGMLType::Q4_0, "Q4_0", 32, 18, false, DType::U8},     {GGMLType::Q4_1, "Q4_1", 32, 20, false, DType::U8},
+    {GGMLType::Q5_0, "Q5_0", 32, 22, false, DType::U8},     {GGMLType::Q5_1, "Q5_1", 32, 24, false, DType::U8},
+    {GGMLType::Q8_0, "Q8_0", 32, 34, false, DType::U8},     {GGMLType::Q8_1, "Q8_1", 32, 36, false, DType::U8},
+    {GGMLType::Q2_K, "Q2_K", 256, 84, false, DType::U8},    {GGMLType::Q3_K, "Q3_K", 256, 110, false, DType::U8},
+    {GGMLType::Q4_K, "Q4_K", 256, 144, false, DType::U8},   {GGMLType::Q5_K, "Q5_K", 256, 176, false, DType::U8},
+    {GGMLType::Q6_K, "Q6_K", 256, 210, false, DType::U8},   {GGMLType::Q8_K, "Q8_K", 256, 292, false, DType::U8},
+    {GGMLType::IQ4_NL, "IQ4_NL", 32, 18, false, DType::U8}, {GGMLType::IQ4_XS, "IQ4_XS", 256, 136, false, DType::U8},
+    {GGMLType::MXFP4, "MXFP4", 32, 17, false, DType::U8},
+};
+
+const TypeInfo* type_info(uint32_t id) {
+  for (const auto& t : kTypes)
+    if (uint32_t(t.type) == id) return &t;
+  return nullptr;
+}
+
+const TypeInfo& info(GGMLType t) {
+  const TypeInfo* p = type_info(uint32_t(t));
+  if (!p) throw Error(ErrorKind::Argument, "ggml type id " + std::to_string(uint32_t(t)) + " is not one wick knows");
+  return *p;
+}
+
+std::string supported_list() {
+  std::string s;
+  for (const auto& t : kTypes)
+    s.append(s.empty() ? "" : " ").append(t.name).append("=").append(std::to_string(uint32_t(t.type)));
+  return s;
+}
+
+// A cursor over the mapping; every read checks the bytes left and names the field on failure.
+struct Reader {
+  const std::string& path;
+  const unsigned char* p;
+  size_t size, pos = 0;
+
+  [[noreturn]] void fail(const std::string& what, size_t at) const {
+    throw Error(ErrorKind::Io, "GGUF file '" + path + "': " + what + " (at byte offset " + std::to_string(at) + ")");
+  }
+  size_t left() const { return size - pos; }
+  void need(size_t n, const std::string& field) const {
+    if (n > left())
+      fail(field + " needs " + std::to_string(n) + " bytes but the file ends after " + std::to_string(left()) +
+               " (truncated file)",
+           pos);
+  }
+  template <class T>
+  T get(const std::string& field) {
+    need(sizeof(T), field);
+    T v;
+    std::memcpy(&v, p + pos, sizeof(T));
+    pos += sizeof(T);
+    return v;
+  }
+  std::string str(const std::string& field) {
+    const size_t at = pos;
+    uint64_t n = get<uint64_t>(field + " length");
+    if (n > left())
+      fail(field + " has length " + std::to_string(n) + ", past the end of the file (" + std::to_string(left()) +
+               " bytes left)",
+           at);
+    std::string s(reinterpret_cast<const char*>(p + pos), size_t(n));
+    pos += size_t(n);
+    return s;
+  }
+};
+
+bool valid_value_type(uint32_t t) { return t <= uint32_t(GGUFType::F64); }
+
+// Smallest encoding of one element of a type, to bound array counts before reserving.
+size_t min_bytes(GGUFType t) {
+  switch (t) {
+    case GGUFType::U8:
+    case GGUFType::I8:
+    case GGUFType::Bool:
+      return 1;
+    case GGUFType::U16:
+    case GGUFType::I16:
+      return 2;
+    case GGUFType::U32:
+    case GGUFType::I32:
+    case GGUFType::F32:
+      return 4;
+    case GGUFType::U64:
+    case GGUFType::I64:
+    case GGUFType::F64:
+    case GGUFType::String:
+      return 8;
+    case GGUFType::Array:
+      return 12;  // element type + count
+  }
+  return 1;
+}
+
+GGUFValue read_value(Reader& r, GGUFType t, const std::string& field, int depth) {
+  GGUFValue v;
+  v.type = t;
+  const size_t at = r.pos;
+  switch (t) {
+    case GGUFType::U8:
+      v.u = r.get<uint8_t>(field);
+      break;
+    case GGUFType::U16:
+      v.u = r.get<uint16_t>(field);
+      break;
+    case GGUFType::U32:
+      v.u = r.get<uint32_t>(field);
+      break;
+    case GGUFType::U64:
+      v.u = r.get<uint64_t>(field);
+      break;
+    case GGUFType::I8:
+      v.i = r.get<int8_t>(field);
+      break;
+    case GGUFType::I16:
+      v.i = r.get<int16_t>(field);
+      break;
+    case GGUFType::I32:
+      v.i = r.get<int32_t>(field);
+      break;
+    case GGUFType::I64:
+      v.i = r.get<int64_t>(field);
+      break;
+    case GGUFType::F32:
+      v.f = r.get<float>(field);
+      break;
+    case GGUFType::F64:
+      v.f = r.get<double>(field);
+      break;
+    case GGUFType::Bool: {
+      uint8_t b = r.get<uint8_t>(field);
+      if (b > 1) r.fail(field + " is a bool holding " + std::to_string(b) + " (must be 0 or 1)", at);
+      v.b = b != 0;
+      break;
+    }
+    case GGUFType::String:
+      v.s = r.str(field);
+      break;
+    case GGUFType::Array: {
+      if (depth >= kMaxNesting)
+        r.fail(field + " nests arrays deeper than " + std::to_string(kMaxNesting) + " levels", at);
+      uint32_t et = r.get<uint32_t>(field + " element type");
+      if (!valid_value_type(et))
+        r.fail(field + " has unknown array element type " + std::to_string(et) + " (known: 0..12)", at);
+      v.elem_type = GGUFType(et);
+      const size_t count_at = r.pos;
+      uint64_t n = r.get<uint64_t>(field + " element count");
+      if (n > r.left() / min_bytes(v.elem_type))
+        r.fail(field + " claims " + std::to_string(n) + " elements of " + gguf_type_name(v.elem_type) +
+                   ", more than the " + std::to_string(r.left()) + " bytes left can hold",
+               count_at);
+      v.array.reserve(size_t(n));
+      for (uint64_t k = 0; k < n; ++k)
+        v.array.push_back(read_value(r, v.elem_type, field + "[" + std::to_string(k) + "]", depth + 1));
+      break;
+    }
+  }
+  return v;
+}
+
+[[noreturn]] void wrong(const GGUFValue& v, const char* want) {
+  throw Error(ErrorKind::DType,
+              std::string("GGUFValue: asked for ") + want + " but the value is " + gguf_type_name(v.type));
+}
+
+bool is_unsigned(GGUFType t) {
+  return t == GGUFType::U8 || t == GGUFType::U16 || t == GGUFType::U32 || t == GGUFType::U64;
+}
+bool is_signed(GGUFType t) {
+  return t == GGUFType::I8 || t == GGUFType::I16 || t == GGUFType::I32 || t == GGUFType::I64;
+}
+
+}  // namespace
+
+const char* ggml_type_name(GGMLType t) { return info(t).name; }
+size_t ggml_block_size(GGMLType t) { return info(t).block; }
+size_t ggml_type_size(GGMLType t) { return info(t).bytes; }
+bool ggml_is_quantized(GGMLType t) { return info(t).block > 1; }
+
+const char* gguf_type_name(GGUFType t) {
+  static const char* const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                      "bool", "string", "array", "u64", "i64", "f64"};
+  return uint32_t(t) <= 12 ? names[uint32_t(t)] : "?";
+}
+
+uint64_t GGUFValue::as_u64() const {
+  if (is_unsigned(type)) return u;
+  if (is_signed(type) && i >= 0) return uint64_t(i);
+  wrong(*this, "an unsigned integer");
+}
+int64_t GGUFValue::as_i64() const {
+  if (is_signed(type)) return i;
+  if (is_unsigned(type) && u <= uint64_t(std::numeric_limits<int64_t>::max())) return int64_t(u);
+  wrong(*this, "a signed integer");
+}
+double GGUFValue::as_f64() const {
+  if (type == GGUFType::F32 || type == GGUFType::F64) return f;
+  wrong(*this, "a float");
+}
+bool GGUFValue::as_bool() const {
+  if (type == GGUFType::Bool) return b;
+  wrong(*this, "a bool");
+}
+const std::string& GGUFValue::as_string() const {
+  if (type == GGUFType::String) return s;
+  wrong(*this, "a string");
+}
+const std::vector<GGUFValue>& GGUFValue::as_array() const {
+  if (type == GGUFType::Array) return array;
+  wrong(*this, "an array");
+}
+
+Shape GGUFTensorInfo::shape() const { return Shape(dims.rbegin(), dims.rend()); }
+size_t GGUFTensorInfo::numel() const {
+  size_t n = 1;
+  for (auto d : dims) n *= size_t(d);  // validated at open not to overflow
+  return n;
+}
+
+struct GGUFFile::Impl {
+  std::unique_ptr<io::MappedFile> file;
+  uint32_t version = 0;
+  size_t alignment = kDefaultAlignment, data_offset = 0;
+  std::vector<std::pair<std::string, GGUFValue>> metadata;
+  std::unordered_map<std::string, size_t> keys;
+  std::vector<GGUFTensorInfo> tensors;
+  std::unordered_map<std::string, size_t> index;
+
+  const GGUFTensorInfo& find(const std::string& name, const char* op) const {
+    auto it = index.find(name);
+    if (it == index.end()) {
+      std::string have;
+      for (size_t k = 0; k < tensors.size() && k < 8; ++k) have.append(k ? ", " : "").append(tensors[k].name);
+      if (tensors.size() > 8) have += ", ...";
+      throw Error(ErrorKind::Argument, std::string("GGUFFile::") + op + ": no tensor named '" + name + "' in '" +
+                                           file->path() + "' (it holds " + std::to_string(tensors.size()) +
+                                           " tensors: " + have + ")");
+    }
+    return tensors[it->second];
+  }
+
+  void parse() {
+    Reader r{file->path(), file->data(), file->size()};
+    const uint32_t magic = r.get<uint32_t>("magic");
+    if (magic != kMagic) r.fail("bad magic: the file does not start with 'GGUF' (not a GGUF file)", 0);
+    version = r.get<uint32_t>("version");
+    if (version == 1)
+      r.fail("GGUF version 1 is not supported (its counts are 32-bit); convert the file with a current llama.cpp", 4);
+    if (version != 2 && version != 3) {
+      std::string hint = (version & 0xFFFF) == 0 ? " (a big-endian GGUF? wick reads little-endian files only)" : "";
+      r.fail("unknown GGUF version " + std::to_string(version) + "; wick reads versions 2 and 3" + hint, 4);
+    }
+    const size_t tc_at = r.pos;
+    const uint64_t n_tensors = r.get<uint64_t>("tensor count");
+    const size_t kc_at = r.pos;
+    const uint64_t n_kv = r.get<uint64_t>("metadata key-value count");
+    // name length 8 + n_dims 4 + type 4 + offset 8; key length 8 + type 4 + value >= 1
+    if (n_tensors > r.left() / 24)
+      r.fail("tensor count " + std::to_string(n_tensors) + " is more than the file can hold", tc_at);
+    if (n_kv > r.left() / 13)
+      r.fail("metadata key-value count " + std::to_string(n_kv) + " is more than the file can hold", kc_at);
+
+    metadata.reserve(size_t(n_kv));
+    for (uint64_t k = 0; k < n_kv; ++k) {
+      const size_t at = r.pos;
+      std::string key = r.str("metadata key #" + std::to_string(k));
+      const std::string field = "metadata '" + key + "'";
+      const size_t type_at = r.pos;
+      const uint32_t t = r.get<uint32_t>(field + " type");
+      if (!valid_value_type(t))
+        r.fail(field + " has unknown value type " + std::to_string(t) + " (known: 0..12)", type_at);
+      GGUFValue v = read_value(r, GGUFType(t), field, 0);
+      if (!keys.emplace(key, metadata.size()).second) r.fail("duplicate metadata key '" + key + "'", at);
+      if (key == "general.alignment") {
+        if (v.type != GGUFType::U32)
+          r.fail("general.alignment must be u32, got " + std::string(gguf_type_name(v.type)), type_at);
+        if (v.u == 0 || (v.u & (v.u - 1)) != 0)
+          r.fail("general.alignment is " + std::to_string(v.u) + ", not a power of two", type_at + 4);
+        alignment = size_t(v.u);
+      }
+      metadata.emplace_back(std::move(key), std::move(v));
+    }
+
+    tensors.reserve(size_t(n_tensors));
+    std::vector<size_t> info_at;
+    for (uint64_t k = 0; k < n_tensors; ++k) {
+      const size_t at = r.pos;
+      info_at.push_back(at);
+      GGUFTensorInfo ti;
+      ti.name = r.str("tensor #" + std::to_string(k) + " name");
+      const std::string field = "tensor '" + ti.name + "'";
+      const size_t nd_at = r.pos;
+      const uint32_t nd = r.get<uint32_t>(field + " dimension count");
+      if (nd > kMaxDims)
+        r.fail(field + " has " + std::to_string(nd) + " dimensions; GGUF allows at most " + std::to_string(kMaxDims),
+               nd_at);
+      uint64_t numel = 1;
+      for (uint32_t d = 0; d < nd; ++d) {
+        const size_t d_at = r.pos;
+        uint64_t n = r.get<uint64_t>(field + " dimension " + std::to_string(d));
+        if (n > uint64_t(std::numeric_limits<int64_t>::max()) || __builtin_mul_overflow(numel, n, &numel) ||
+            numel > uint64_t(std::numeric_limits<int64_t>::max()))
+          r.fail(field + " dimensions overflow the element count at dimension " + std::to_string(d), d_at);
+        ti.dims.push_back(n);
+      }
+      const size_t type_at = r.pos;
+      const uint32_t type = r.get<uint32_t>(field + " type");
+      const TypeInfo* tinfo = type_info(type);
+      if (!tinfo)
+        r.fail(field + " has unknown ggml type id " + std::to_string(type) + "; wick supports " + supported_list(),
+               type_at);
+      ti.type = tinfo->type;
+      const size_t off_at = r.pos;
+      ti.offset = r.get<uint64_t>(field + " offset");
+      const uint64_t row = nd ? ti.dims[0] : 1;
+      if (row % tinfo->block)
+        r.fail(field + " is " + tinfo->name + " with a row of " + std::to_string(row) +
+                   " elements, not a multiple of its block size " + std::to_string(tinfo->block),
+               nd_at + 4);
+      uint64_t bytes;
+      if (__builtin_mul_overflow(numel / tinfo->block, uint64_t(tinfo->bytes), &bytes))
+        r.fail(field + " byte size overflows", nd_at);
+      ti.nbytes = size_t(bytes);
+      if (ti.offset % alignment)
+        r.fail(field + " offset " + std::to_string(ti.offset) + " is not a multiple of the alignment " +
+                   std::to_string(alignment),
+               off_at);
+      if (!index.emplace(ti.name, tensors.size()).second) r.fail("duplicate tensor name '" + ti.name + "'", at);
+      tensors.push_back(std::move(ti));
+    }
+
+    data_offset = r.pos + (alignment - r.pos % alignment) % alignment;
+    if (tensors.empty()) return;
+    if (data_offset > r.size)
+      r.fail(
+          "the data section starts at byte " + std::to_string(data_offset) + ", past the end of the file (truncated)",
+          r.pos);
+    const uint64_t data_size = r.size - data_offset;
+    std::vector<size_t> order(tensors.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
+    uint64_t end = 0;
+    const GGUFTensorInfo* prev = nullptr;
+    for (size_t k : order) {
+      const auto& t = tensors[k];
+      const size_t off_at = info_at[k] + 8 + t.name.size() + 4 + 8 * t.dims.size() + 4;
+      if (t.offset > data_size || t.nbytes > data_size - t.offset)
+        r.fail("tensor '" + t.name + "' data [" + std::to_string(t.offset) + ", +" + std::to_string(t.nbytes) +
+                   ") runs past the end of the data section (" + std::to_string(data_size) + " bytes; truncated file)",
+               off_at);
+      if (prev && t.offset < end)
+        r.fail("tensor '" + t.name + "' data at offset " + std::to_string(t.offset) + " overlaps tensor '" +
+                   prev->name + "', which ends at " + std::to_string(end),
+               off_at);
+      end = t.offset + t.nbytes;
+      prev = &t;
+    }
+  }
+};
+
+GGUFFile GGUFFile::open(const std::string& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->file = std::make_unique<io::MappedFile>(path);
+  impl->parse();
+  GGUFFile f;
+  f.impl_ = std::move(impl);
+  return f;
+}
+
+uint32_t GGUFFile::version() const { return impl_->version; }
+size_t GGUFFile::alignment() const { return impl_->alignment; }
+size_t GGUFFile::data_offset() const { return impl_->data_offset; }
+const std::vector<std::pair<std::string, GGUFValue>>& GGUFFile::metadata() const { return impl_->metadata; }
+const GGUFValue* GGUFFile::find(const std::string& key) const {
+  auto it = impl_->keys.find(key);
+  return it == impl_->keys.end() ? nullptr : &impl_->metadata[it->second].second;
+}
+const std::vector<GGUFTensorInfo>& GGUFFile::tensors() const { return impl_->tensors; }
+bool GGUFFile::contains(const std::string& name) const { return impl_->index.count(name) != 0; }
+const GGUFTensorInfo& GGUFFile::tensor(const std::string& name) const { return impl_->find(name, "tensor"); }
+
+std::pair<const unsigned char*, size_t> GGUFFile::raw(const std::string& name) const {
+  const auto& t = impl_->find(name, "raw");
+  return {impl_->file->data() + impl_->data_offset + t.offset, t.nbytes};
+}
+
+Tensor GGUFFile::load(const std::string& name, Device device) const {
+  const auto& t = impl_->find(name, "load");
+  const TypeInfo& ti = info(t.type);
+  if (!ti.plain)
+    throw Error(ErrorKind::Unsupported, "GGUFFile::load: tensor '" + name + "' in '" + impl_->file->path() + "' is " +
+                                            ti.name +
+                                            ", which does not load as a Tensor yet; read its blocks with raw(), or "
+                                            "store it as F32/F16/BF16");
+  return Tensor::from_data(impl_->file->data() + impl_->data_offset + t.offset, t.shape(), ti.dtype, device);
+}
+
+}  // namespace wick

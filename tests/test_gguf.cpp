@@ -1,0 +1,304 @@
+// GGUF reader: a file written by llama.cpp's gguf-py (tests/fixtures/gen_gguf.py, expected values
+// from gguf-py's GGUFReader in small.json) and hand-built malformed files, each Error(Io).
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.hpp"
+#include "wick/gguf.hpp"
+
+using namespace wick;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string tmp(const std::string& file) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir =
+      fs::path(::testing::TempDir()) / "wick_gguf" / (std::string(info->test_suite_name()) + "." + info->name());
+  fs::create_directories(dir);
+  return (dir / file).string();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Little-endian byte builder for hand-made files.
+struct B {
+  std::string s;
+  template <class T>
+  B& put(T v) {
+    s.append(reinterpret_cast<const char*>(&v), sizeof(T));
+    return *this;
+  }
+  B& u32(uint32_t v) { return put(v); }
+  B& u64(uint64_t v) { return put(v); }
+  B& str(const std::string& v) {
+    u64(v.size());
+    s += v;
+    return *this;
+  }
+  B& header(uint64_t n_tensors, uint64_t n_kv, uint32_t version = 3) {
+    s += "GGUF";
+    return u32(version).u64(n_tensors).u64(n_kv);
+  }
+  B& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+    str(name).u32(uint32_t(dims.size()));
+    for (auto d : dims) u64(d);
+    return u32(type).u64(offset);
+  }
+  B& pad(size_t align = 32) {
+    s.append((align - s.size() % align) % align, '\0');
+    return *this;
+  }
+  B& zeros(size_t n) {
+    s.append(n, '\0');
+    return *this;
+  }
+};
+
+// Opening `bytes` is Error(Io) whose message holds `needle`.
+void expect_io(const std::string& bytes, const std::string& needle) {
+  const std::string path = tmp("bad.gguf");
+  write_bytes(path, bytes);
+  try {
+    GGUFFile::open(path);
+    ADD_FAILURE() << "opened without error; expected Io with '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("byte offset"), std::string::npos) << e.what();
+  }
+}
+
+double num(const nlohmann::json& j) { return j.is_string() ? std::stod(j.get<std::string>()) : j.get<double>(); }
+
+void check_value(const GGUFValue& v, const nlohmann::json& want, uint32_t type, const std::string& key) {
+  ASSERT_EQ(uint32_t(v.type), type) << key;
+  switch (v.type) {
+    case GGUFType::U8:
+    case GGUFType::U16:
+    case GGUFType::U32:
+    case GGUFType::U64:
+      EXPECT_EQ(v.as_u64(), want.get<uint64_t>()) << key;
+      break;
+    case GGUFType::I8:
+    case GGUFType::I16:
+    case GGUFType::I32:
+    case GGUFType::I64:
+      EXPECT_EQ(v.as_i64(), want.get<int64_t>()) << key;
+      break;
+    case GGUFType::F32:
+    case GGUFType::F64:
+      EXPECT_EQ(v.as_f64(), num(want)) << key;
+      break;
+    case GGUFType::Bool:
+      EXPECT_EQ(v.as_bool(), want.get<bool>()) << key;
+      break;
+    case GGUFType::String:
+      EXPECT_EQ(v.as_string(), want.get<std::string>()) << key;
+      break;
+    case GGUFType::Array:
+      ASSERT_EQ(v.as_array().size(), want.size()) << key;
+      break;
+  }
+}
+
+}  // namespace
+
+TEST(Gguf, ReadsGgufPyFile) {
+  const auto want = wick::test::load_json_fixture("gguf/small.json");
+  const auto f = GGUFFile::open(wick::test::fixture_path("gguf/small.gguf"));
+  EXPECT_EQ(f.version(), want["version"].get<uint32_t>());
+  EXPECT_EQ(f.alignment(), want["alignment"].get<size_t>());
+  EXPECT_EQ(f.data_offset(), want["data_offset"].get<size_t>());
+  ASSERT_EQ(f.metadata().size(), want["metadata"].size());
+  for (size_t k = 0; k < f.metadata().size(); ++k) {
+    const auto& w = want["metadata"][k];
+    const auto& [key, v] = f.metadata()[k];
+    EXPECT_EQ(key, w["key"].get<std::string>());
+    check_value(v, w["value"], w["type"].get<uint32_t>(), key);
+    if (v.type == GGUFType::Array) {
+      EXPECT_EQ(uint32_t(v.elem_type), w["elem_type"].get<uint32_t>()) << key;
+      for (size_t e = 0; e < v.array.size(); ++e) {
+        if (v.elem_type == GGUFType::Array) {
+          const auto& inner = v.array[e];
+          EXPECT_EQ(uint32_t(inner.elem_type), w["inner_elem_type"].get<uint32_t>()) << key;
+          ASSERT_EQ(inner.array.size(), w["value"][e].size()) << key;
+          for (size_t i = 0; i < inner.array.size(); ++i)
+            check_value(inner.array[i], w["value"][e][i], w["inner_elem_type"].get<uint32_t>(), key);
+        } else {
+          check_value(v.array[e], w["value"][e], uint32_t(v.elem_type), key);
+        }
+      }
+    }
+  }
+  ASSERT_NE(f.find("t.string"), nullptr);
+  EXPECT_EQ(f.find("t.string")->as_string(), "h\xc3\xa9llo gguf");
+  EXPECT_EQ(f.find("no.such.key"), nullptr);
+  EXPECT_EQ(f.find("t.u8")->as_u64(), 200u);  // hand check beside the JSON
+  EXPECT_THROW(f.find("t.u8")->as_string(), Error);
+
+  ASSERT_EQ(f.tensors().size(), want["tensors"].size());
+  for (size_t k = 0; k < f.tensors().size(); ++k) {
+    const auto& w = want["tensors"][k];
+    const auto& t = f.tensors()[k];
+    EXPECT_EQ(t.name, w["name"].get<std::string>());
+    EXPECT_EQ(t.dims, w["dims"].get<std::vector<uint64_t>>()) << t.name;
+    EXPECT_EQ(uint32_t(t.type), w["type"].get<uint32_t>()) << t.name;
+    EXPECT_EQ(t.offset, w["offset"].get<uint64_t>()) << t.name;
+    EXPECT_EQ(t.nbytes, w["nbytes"].get<size_t>()) << t.name;
+    auto [p, n] = f.raw(t.name);
+    std::string hex;
+    char buf[3];
+    for (size_t i = 0; i < n; ++i) {
+      std::snprintf(buf, sizeof buf, "%02x", p[i]);
+      hex += buf;
+    }
+    EXPECT_EQ(hex, w["raw_hex"].get<std::string>()) << t.name;
+    if (w.contains("values")) {
+      Tensor x = f.load(t.name);
+      EXPECT_EQ(x.shape(), t.shape());
+      std::vector<double> vals;
+      for (const auto& s : w["values"]) vals.push_back(num(s));
+      EXPECT_TRUE(wick::test::all_close(x, vals, 0, 0)) << t.name;
+    }
+  }
+  EXPECT_EQ(f.tensor("w.f32").shape(), (Shape{2, 3}));  // dims [3, 2] reversed
+  EXPECT_EQ(f.load("w.f32").dtype(), DType::F32);
+  EXPECT_EQ(f.load("w.f16").dtype(), DType::F16);
+  EXPECT_EQ(ggml_type_name(f.tensor("w.q8_0").type), std::string("Q8_0"));
+  EXPECT_EQ(f.tensor("w.q8_0").nbytes, 2u * 2 * 34);  // 2 rows x 2 blocks of 34 bytes
+  try {
+    f.load("w.q8_0");
+    ADD_FAILURE() << "loaded a Q8_0 tensor";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("Q8_0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(f.load("nope"), Error);
+}
+
+TEST(Gguf, BlockSizesMatchGgml) {
+  EXPECT_EQ(ggml_type_size(GGMLType::Q4_0), 18u);
+  EXPECT_EQ(ggml_type_size(GGMLType::Q4_K), 144u);
+  EXPECT_EQ(ggml_block_size(GGMLType::Q4_K), 256u);
+  EXPECT_EQ(ggml_type_size(GGMLType::Q6_K), 210u);
+  EXPECT_EQ(ggml_type_size(GGMLType::Q8_K), 292u);
+  EXPECT_EQ(ggml_type_size(GGMLType::IQ4_XS), 136u);
+  EXPECT_EQ(ggml_type_size(GGMLType::MXFP4), 17u);
+  EXPECT_TRUE(ggml_is_quantized(GGMLType::Q2_K));
+  EXPECT_FALSE(ggml_is_quantized(GGMLType::BF16));
+}
+
+TEST(Gguf, MinimalValidFileAndBf16) {
+  // one BF16 [2] tensor holding 1.0 and -2.0 (0x3f80, 0xc000), no metadata
+  B b;
+  b.header(1, 0).tensor("x", {2}, 30, 0).pad();
+  b.put<uint16_t>(0x3f80).put<uint16_t>(0xc000);
+  const std::string path = tmp("ok.gguf");
+  write_bytes(path, b.s);
+  auto f = GGUFFile::open(path);
+  EXPECT_EQ(f.alignment(), 32u);
+  EXPECT_EQ(f.data_offset(), 64u);
+  EXPECT_TRUE(wick::test::all_close(f.load("x"), {1.0, -2.0}, 0, 0));
+  // version 2 files read the same
+  b.s[4] = 2;
+  write_bytes(path, b.s);
+  EXPECT_EQ(GGUFFile::open(path).version(), 2u);
+}
+
+TEST(GgufMalformed, Truncated) {
+  const std::string good = read_bytes(wick::test::fixture_path("gguf/small.gguf"));
+  ASSERT_GT(good.size(), 100u);
+  // gguf-py pads the last tensor to the alignment; the data needed ends at 704 + 128 + 136 = 968
+  // (data section start + last tensor's offset + its 2 x 2 Q8_0 blocks of 34 bytes)
+  const size_t need = 968;
+  write_bytes(tmp("cut.gguf"), good.substr(0, need));
+  EXPECT_NO_THROW(GGUFFile::open(tmp("cut.gguf")));
+  // every shorter prefix is refused, none crashes
+  for (size_t n = 0; n < need; n += 7) {
+    const std::string path = tmp("cut.gguf");
+    write_bytes(path, good.substr(0, n));
+    EXPECT_THROW(GGUFFile::open(path), Error) << n;
+  }
+  expect_io(good.substr(0, 10), "truncated");
+  expect_io(good.substr(0, need - 1), "past the end");
+}
+TEST(GgufMalformed, BadMagic) { expect_io(B().u32(0x46554748).u32(3).u64(0).u64(0).s, "bad magic"); }
+TEST(GgufMalformed, Version1) { expect_io(B().header(0, 0, 1).s, "version 1"); }
+TEST(GgufMalformed, BigEndian) { expect_io(B().header(0, 0, 0x03000000).s, "big-endian"); }
+TEST(GgufMalformed, StringPastEnd) { expect_io(B().header(0, 1).str("k").u32(8).u64(1000).s + "abc", "length 1000"); }
+TEST(GgufMalformed, KeyPastEnd) { expect_io(B().header(0, 1).u64(~0ull).s + "abcdefghijklmn", "metadata key #0"); }
+TEST(GgufMalformed, ArrayCountOverflows) {
+  expect_io(B().header(0, 1).str("k").u32(9).u32(10).u64(~0ull >> 2).zeros(64).s, "elements of u64");
+}
+TEST(GgufMalformed, NestingTooDeep) {
+  B b;
+  b.header(0, 1).str("k").u32(9);
+  for (int i = 0; i < 20; ++i) b.u32(9).u64(1);  // array of array of ...
+  b.u32(0).u64(0);
+  expect_io(b.s, "deeper than 8");
+}
+TEST(GgufMalformed, UnknownValueType) {
+  expect_io(B().header(0, 1).str("k").u32(13).u64(0).s, "unknown value type 13");
+}
+TEST(GgufMalformed, UnknownElementType) {
+  expect_io(B().header(0, 1).str("k").u32(9).u32(77).u64(0).s, "unknown array element type 77");
+}
+TEST(GgufMalformed, BoolNotZeroOne) { expect_io(B().header(0, 1).str("k").u32(7).put<uint8_t>(2).zeros(16).s, "bool"); }
+TEST(GgufMalformed, DuplicateKey) {
+  expect_io(B().header(0, 2).str("k").u32(4).u32(1).str("k").u32(4).u32(2).s, "duplicate metadata key 'k'");
+}
+TEST(GgufMalformed, AlignmentNotPowerOfTwo) {
+  expect_io(B().header(0, 1).str("general.alignment").u32(4).u32(48).s, "not a power of two");
+  expect_io(B().header(0, 1).str("general.alignment").u32(4).u32(0).s, "not a power of two");
+  expect_io(B().header(0, 1).str("general.alignment").u32(10).u64(32).s, "must be u32");
+}
+TEST(GgufMalformed, TensorCountTooLarge) { expect_io(B().header(1ull << 40, 0).zeros(64).s, "tensor count"); }
+TEST(GgufMalformed, UnknownGgmlType) {
+  B b;
+  b.header(1, 0).tensor("x", {32}, 16, 0).pad().zeros(64);  // 16 = IQ2_XXS, not supported
+  expect_io(b.s, "unknown ggml type id 16");
+  expect_io(b.s, "Q4_K=12");  // the message lists the supported ones
+}
+TEST(GgufMalformed, TooManyDims) {
+  expect_io(B().header(1, 0).tensor("x", {1, 1, 1, 1, 1}, 0, 0).pad().zeros(8).s, "at most 4");
+}
+TEST(GgufMalformed, ElementCountOverflows) {
+  expect_io(B().header(1, 0).tensor("x", {1ull << 32, 1ull << 32}, 0, 0).pad().zeros(8).s, "overflow");
+  expect_io(B().header(1, 0).tensor("x", {~0ull}, 0, 0).pad().zeros(8).s, "overflow");
+}
+TEST(GgufMalformed, RowNotMultipleOfBlock) {
+  expect_io(B().header(1, 0).tensor("x", {33}, 8, 0).pad().zeros(64).s, "not a multiple of its block size 32");
+}
+TEST(GgufMalformed, OffsetMisaligned) {
+  expect_io(B().header(1, 0).tensor("x", {1}, 0, 4).pad().zeros(64).s, "alignment 32");
+}
+TEST(GgufMalformed, DataPastEnd) {
+  expect_io(B().header(1, 0).tensor("x", {100}, 0, 0).pad().zeros(64).s, "runs past the end");
+  expect_io(B().header(1, 0).tensor("x", {1}, 0, 1ull << 62).pad().zeros(64).s, "runs past the end");
+  expect_io(B().header(1, 0).tensor("x", {1}, 0, 0).s, "data section starts");  // no padding, no data
+}
+TEST(GgufMalformed, OverlappingTensors) {
+  expect_io(B().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).pad().zeros(128).s, "overlaps tensor 'a'");
+}
+TEST(GgufMalformed, DuplicateTensorName) {
+  expect_io(B().header(2, 0).tensor("a", {1}, 0, 0).tensor("a", {1}, 0, 32).pad().zeros(64).s,
+            "duplicate tensor name 'a'");
+}
+TEST(GgufMalformed, MissingFileIsIo) {
+  try {
+    GGUFFile::open(tmp("does_not_exist.gguf"));
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+  }
+}
