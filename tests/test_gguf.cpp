@@ -302,3 +302,80 @@ TEST(GgufMalformed, MissingFileIsIo) {
     EXPECT_EQ(e.kind(), ErrorKind::Io);
   }
 }
+
+// Writer: the file gguf-py wrote, re-written by wick from what wick read, is the same bytes.
+TEST(GgufWrite, ByteIdenticalToGgufPy) {
+  const std::string src = wick::test::fixture_path("gguf/small.gguf");
+  const auto f = GGUFFile::open(src);
+  std::vector<std::pair<std::string, Tensor>> tensors{{"w.f32", f.load("w.f32")}, {"w.f16", f.load("w.f16")}};
+  auto [p, n] = f.raw("w.q8_0");
+  std::vector<GGUFRawTensor> raw{{"w.q8_0", GGMLType::Q8_0, f.tensor("w.q8_0").dims, {p, p + n}}};
+  const std::string out = tmp("out.gguf");
+  save_gguf(out, f.metadata(), tensors, raw);
+  const std::string want = read_bytes(src), got = read_bytes(out);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "first difference at byte "
+                           << std::distance(got.begin(), std::mismatch(got.begin(), got.end(), want.begin()).first);
+}
+
+TEST(GgufWrite, RoundTrip) {
+  // a transposed (strided) f32 view, bf16, i32, a zero-size tensor and nested metadata
+  Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1);  // [[1,4],[2,5],[3,6]]
+  Tensor b = Tensor::from_vector(std::vector<float>{0.5f, -3.0f}, {2}).to_dtype(DType::BF16);
+  Tensor c = Tensor::from_vector(std::vector<int32_t>{7, -8, 9}, {3});
+  Tensor z = Tensor::zeros({0, 4}, DType::F32);
+  std::vector<std::pair<std::string, GGUFValue>> meta{
+      {"general.alignment", GGUFValue::of_u32(16)},
+      {"k.s", GGUFValue::of_string("x y")},
+      {"k.b", GGUFValue::of_bool(false)},
+      {"k.i8", GGUFValue::of_i8(-5)},
+      {"k.f", GGUFValue::of_f32(0.25f)},
+      {"k.nest", GGUFValue::of_array(GGUFType::Array, {GGUFValue::of_array(GGUFType::U16, {GGUFValue::of_u16(3)}),
+                                                       GGUFValue::of_array(GGUFType::String, {})})},
+  };
+  const std::string path = tmp("rt.gguf");
+  save_gguf(path, meta, {{"a", a}, {"b", b}, {"c", c}, {"z", z}});
+  const auto f = GGUFFile::open(path);
+  EXPECT_EQ(f.alignment(), 16u);
+  EXPECT_EQ(f.data_offset() % 16, 0u);
+  EXPECT_EQ(f.find("k.s")->as_string(), "x y");
+  EXPECT_FALSE(f.find("k.b")->as_bool());
+  EXPECT_EQ(f.find("k.i8")->as_i64(), -5);
+  EXPECT_EQ(f.find("k.f")->as_f64(), 0.25);
+  const auto& nest = f.find("k.nest")->as_array();
+  ASSERT_EQ(nest.size(), 2u);
+  EXPECT_EQ(nest[0].as_array().at(0).as_u64(), 3u);
+  EXPECT_EQ(nest[1].elem_type, GGUFType::String);
+  EXPECT_TRUE(nest[1].as_array().empty());
+  EXPECT_EQ(f.tensor("a").dims, (std::vector<uint64_t>{2, 3}));
+  EXPECT_TRUE(wick::test::all_close(f.load("a"), {1, 4, 2, 5, 3, 6}, 0, 0));
+  EXPECT_EQ(f.load("b").dtype(), DType::BF16);
+  EXPECT_TRUE(wick::test::all_close(f.load("b"), {0.5, -3.0}, 0, 0));
+  EXPECT_TRUE(wick::test::all_close(f.load("c"), {7, -8, 9}, 0, 0));
+  EXPECT_EQ(f.load("z").shape(), (Shape{0, 4}));
+  for (const auto& t : f.tensors()) EXPECT_EQ(t.offset % 16, 0u) << t.name;
+}
+
+TEST(GgufWrite, RejectsBadInput) {
+  const std::string path = tmp("bad.gguf");
+  Tensor u = Tensor::zeros({2}, DType::U8);
+  try {
+    save_gguf(path, {}, {{"u", u}});
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::DType);
+    EXPECT_NE(std::string(e.what()).find("'u'"), std::string::npos) << e.what();
+  }
+  try {
+    save_gguf(path, {}, {}, {{"q", GGMLType::Q4_0, {32}, std::vector<unsigned char>(17)}});  // needs 18
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Argument);
+    EXPECT_NE(std::string(e.what()).find("18 bytes, but holds 17"), std::string::npos) << e.what();
+  }
+  Tensor x = Tensor::zeros({1}, DType::F32);
+  EXPECT_THROW(save_gguf(path, {}, {{"x", x}, {"x", x}}), Error);
+  EXPECT_THROW(save_gguf(path, {{"k", GGUFValue::of_u8(1)}, {"k", GGUFValue::of_u8(2)}}, {}), Error);
+  EXPECT_THROW(save_gguf(path, {{"general.alignment", GGUFValue::of_u32(24)}}, {}), Error);
+  EXPECT_THROW(save_gguf(path, {{"k", GGUFValue::of_array(GGUFType::U8, {GGUFValue::of_i8(1)})}}, {}), Error);
+}

@@ -83,6 +83,21 @@ struct GGUFValue {
   bool as_bool() const;
   const std::string& as_string() const;
   const std::vector<GGUFValue>& as_array() const;
+
+  // Builders for writing.
+  static GGUFValue of_u8(uint8_t v);
+  static GGUFValue of_i8(int8_t v);
+  static GGUFValue of_u16(uint16_t v);
+  static GGUFValue of_i16(int16_t v);
+  static GGUFValue of_u32(uint32_t v);
+  static GGUFValue of_i32(int32_t v);
+  static GGUFValue of_u64(uint64_t v);
+  static GGUFValue of_i64(int64_t v);
+  static GGUFValue of_f32(float v);
+  static GGUFValue of_f64(double v);
+  static GGUFValue of_bool(bool v);
+  static GGUFValue of_string(std::string v);
+  static GGUFValue of_array(GGUFType elem_type, std::vector<GGUFValue> elems);  // each of elem_type
 };
 
 struct GGUFTensorInfo {
@@ -120,5 +135,22 @@ class GGUFFile {
   GGUFFile() = default;
   std::shared_ptr<Impl> impl_;
 };
+
+// A tensor to write as stored bytes: a quantized one (blocks as ggml lays them out) or any type.
+struct GGUFRawTensor {
+  std::string name;
+  GGMLType type = GGMLType::F32;
+  std::vector<uint64_t> dims;  // ggml order (innermost first)
+  std::vector<unsigned char> bytes;
+};
+
+// Writes a GGUF v3 file as gguf-py's GGUFWriter does, byte for byte: metadata in the given order,
+// then `tensors` (F32/F16/BF16/F64/I16/I32/I64, any layout or device; dims are the shape
+// reversed) followed by `raw`, each tensor's data padded to the alignment (general.alignment when
+// the metadata holds it, else 32). Bad input (a value whose fields disagree with its type, a
+// tensor of a dtype GGUF lacks, raw bytes of the wrong size, a name twice) is Error(Argument) or
+// Error(DType) before the file is opened.
+void save_gguf(const std::string& path, const std::vector<std::pair<std::string, GGUFValue>>& metadata,
+               const std::vector<std::pair<std::string, Tensor>>& tensors, const std::vector<GGUFRawTensor>& raw = {});
 
 }  // namespace wick

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "io/mmap.hpp"
 
@@ -428,6 +431,283 @@ Tensor GGUFFile::load(const std::string& name, Device device) const {
                                             ", which does not load as a Tensor yet; read its blocks with raw(), or "
                                             "store it as F32/F16/BF16");
   return Tensor::from_data(impl_->file->data() + impl_->data_offset + t.offset, t.shape(), ti.dtype, device);
+}
+
+GGUFValue GGUFValue::of_u8(uint8_t v) {
+  GGUFValue x;
+  x.type = GGUFType::U8;
+  x.u = v;
+  return x;
+}
+GGUFValue GGUFValue::of_u16(uint16_t v) {
+  GGUFValue x;
+  x.type = GGUFType::U16;
+  x.u = v;
+  return x;
+}
+GGUFValue GGUFValue::of_u32(uint32_t v) {
+  GGUFValue x;
+  x.type = GGUFType::U32;
+  x.u = v;
+  return x;
+}
+GGUFValue GGUFValue::of_u64(uint64_t v) {
+  GGUFValue x;
+  x.type = GGUFType::U64;
+  x.u = v;
+  return x;
+}
+GGUFValue GGUFValue::of_i8(int8_t v) {
+  GGUFValue x;
+  x.type = GGUFType::I8;
+  x.i = v;
+  return x;
+}
+GGUFValue GGUFValue::of_i16(int16_t v) {
+  GGUFValue x;
+  x.type = GGUFType::I16;
+  x.i = v;
+  return x;
+}
+GGUFValue GGUFValue::of_i32(int32_t v) {
+  GGUFValue x;
+  x.type = GGUFType::I32;
+  x.i = v;
+  return x;
+}
+GGUFValue GGUFValue::of_i64(int64_t v) {
+  GGUFValue x;
+  x.type = GGUFType::I64;
+  x.i = v;
+  return x;
+}
+GGUFValue GGUFValue::of_f32(float v) {
+  GGUFValue x;
+  x.type = GGUFType::F32;
+  x.f = v;
+  return x;
+}
+GGUFValue GGUFValue::of_f64(double v) {
+  GGUFValue x;
+  x.type = GGUFType::F64;
+  x.f = v;
+  return x;
+}
+GGUFValue GGUFValue::of_bool(bool v) {
+  GGUFValue x;
+  x.type = GGUFType::Bool;
+  x.b = v;
+  return x;
+}
+GGUFValue GGUFValue::of_string(std::string v) {
+  GGUFValue x;
+  x.type = GGUFType::String;
+  x.s = std::move(v);
+  return x;
+}
+GGUFValue GGUFValue::of_array(GGUFType elem_type, std::vector<GGUFValue> elems) {
+  GGUFValue x;
+  x.type = GGUFType::Array;
+  x.elem_type = elem_type;
+  x.array = std::move(elems);
+  return x;
+}
+
+namespace {
+
+[[noreturn]] void bad_arg(const std::string& what) { throw Error(ErrorKind::Argument, "save_gguf: " + what); }
+
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+void put_str(std::string& out, const std::string& s) {
+  put<uint64_t>(out, s.size());
+  out += s;
+}
+
+template <class T>
+T narrow_int(const GGUFValue& v, const std::string& key) {
+  if constexpr (std::is_signed_v<T>) {
+    if (v.i < int64_t(std::numeric_limits<T>::min()) || v.i > int64_t(std::numeric_limits<T>::max()))
+      bad_arg("metadata '" + key + "': " + std::to_string(v.i) + " does not fit " + gguf_type_name(v.type));
+    return T(v.i);
+  } else {
+    if (v.u > uint64_t(std::numeric_limits<T>::max()))
+      bad_arg("metadata '" + key + "': " + std::to_string(v.u) + " does not fit " + gguf_type_name(v.type));
+    return T(v.u);
+  }
+}
+
+// The value without its type tag (gguf-py's _pack_val with add_vtype=False).
+void put_value(std::string& out, const GGUFValue& v, const std::string& key, int depth) {
+  switch (v.type) {
+    case GGUFType::U8:
+      put(out, narrow_int<uint8_t>(v, key));
+      break;
+    case GGUFType::U16:
+      put(out, narrow_int<uint16_t>(v, key));
+      break;
+    case GGUFType::U32:
+      put(out, narrow_int<uint32_t>(v, key));
+      break;
+    case GGUFType::U64:
+      put(out, v.u);
+      break;
+    case GGUFType::I8:
+      put(out, narrow_int<int8_t>(v, key));
+      break;
+    case GGUFType::I16:
+      put(out, narrow_int<int16_t>(v, key));
+      break;
+    case GGUFType::I32:
+      put(out, narrow_int<int32_t>(v, key));
+      break;
+    case GGUFType::I64:
+      put(out, v.i);
+      break;
+    case GGUFType::F32:
+      put(out, float(v.f));
+      break;
+    case GGUFType::F64:
+      put(out, v.f);
+      break;
+    case GGUFType::Bool:
+      put<uint8_t>(out, v.b ? 1 : 0);
+      break;
+    case GGUFType::String:
+      put_str(out, v.s);
+      break;
+    case GGUFType::Array:
+      if (depth >= kMaxNesting)
+        bad_arg("metadata '" + key + "' nests arrays deeper than " + std::to_string(kMaxNesting));
+      if (!valid_value_type(uint32_t(v.elem_type)))
+        bad_arg("metadata '" + key + "' has unknown array element type " + std::to_string(uint32_t(v.elem_type)));
+      put<uint32_t>(out, uint32_t(v.elem_type));
+      put<uint64_t>(out, v.array.size());
+      for (const auto& e : v.array) {
+        if (e.type != v.elem_type)
+          bad_arg("metadata '" + key + "' is an array of " + gguf_type_name(v.elem_type) + " holding a " +
+                  gguf_type_name(e.type));
+        put_value(out, e, key, depth + 1);
+      }
+      break;
+    default:
+      bad_arg("metadata '" + key + "' has unknown value type " + std::to_string(uint32_t(v.type)));
+  }
+}
+
+GGMLType ggml_of(DType d, const std::string& name) {
+  switch (d) {
+    case DType::F32:
+      return GGMLType::F32;
+    case DType::F16:
+      return GGMLType::F16;
+    case DType::BF16:
+      return GGMLType::BF16;
+    case DType::F64:
+      return GGMLType::F64;
+    case DType::I16:
+      return GGMLType::I16;
+    case DType::I32:
+      return GGMLType::I32;
+    case DType::I64:
+      return GGMLType::I64;
+    default:
+      break;
+  }
+  throw Error(ErrorKind::DType, "save_gguf: tensor '" + name + "' is " + dtype_name(d) +
+                                    ", which GGUF cannot store; convert it to f32, f16, bf16, f64, i16, i32 or i64");
+}
+
+}  // namespace
+
+void save_gguf(const std::string& path, const std::vector<std::pair<std::string, GGUFValue>>& metadata,
+               const std::vector<std::pair<std::string, Tensor>>& tensors, const std::vector<GGUFRawTensor>& raw) {
+  size_t alignment = kDefaultAlignment;
+  std::string head;
+  put<uint32_t>(head, kMagic);
+  put<uint32_t>(head, 3);
+  put<uint64_t>(head, tensors.size() + raw.size());
+  put<uint64_t>(head, metadata.size());
+  std::unordered_set<std::string> seen;
+  for (const auto& [key, v] : metadata) {
+    if (!seen.insert(key).second) bad_arg("metadata key '" + key + "' is given twice");
+    if (key == "general.alignment") {
+      if (v.type != GGUFType::U32 || v.u == 0 || v.u > 0xFFFFFFFFu || (v.u & (v.u - 1)) != 0)
+        bad_arg("general.alignment must be a u32 power of two");
+      alignment = size_t(v.u);
+    }
+    put_str(head, key);
+    put<uint32_t>(head, uint32_t(v.type));
+    put_value(head, v, key, 0);
+  }
+
+  struct Item {
+    std::string name;
+    GGMLType type;
+    std::vector<uint64_t> dims;
+    size_t nbytes;
+    const Tensor* t;
+    const GGUFRawTensor* r;
+  };
+  std::vector<Item> items;
+  seen.clear();
+  for (const auto& [name, t] : tensors) {
+    if (!t.defined()) bad_arg("tensor '" + name + "' is undefined");
+    Item it{name, ggml_of(t.dtype(), name), {}, 0, &t, nullptr};
+    const Shape& sh = t.shape();
+    if (sh.size() > kMaxDims)
+      bad_arg("tensor '" + name + "' has " + std::to_string(sh.size()) + " dimensions; GGUF allows at most 4");
+    it.dims.assign(sh.rbegin(), sh.rend());
+    it.nbytes = t.numel() * dtype_size(t.dtype());
+    items.push_back(std::move(it));
+  }
+  for (const auto& r : raw) {
+    const TypeInfo* ti = type_info(uint32_t(r.type));
+    if (!ti) bad_arg("tensor '" + r.name + "' has unknown ggml type id " + std::to_string(uint32_t(r.type)));
+    if (r.dims.size() > kMaxDims)
+      bad_arg("tensor '" + r.name + "' has " + std::to_string(r.dims.size()) + " dimensions; GGUF allows at most 4");
+    uint64_t n = 1;
+    for (auto d : r.dims)
+      if (__builtin_mul_overflow(n, d, &n)) bad_arg("tensor '" + r.name + "' element count overflows");
+    if ((r.dims.empty() ? 1 : r.dims[0]) % ti->block)
+      bad_arg("tensor '" + r.name + "' is " + ti->name + " with rows of " +
+              std::to_string(r.dims.empty() ? 1 : r.dims[0]) + " elements, not a multiple of its block size " +
+              std::to_string(ti->block));
+    if (n / ti->block * ti->bytes != r.bytes.size())
+      bad_arg("tensor '" + r.name + "' is " + ti->name + " with " + std::to_string(n) + " elements = " +
+              std::to_string(n / ti->block * ti->bytes) + " bytes, but holds " + std::to_string(r.bytes.size()));
+    items.push_back({r.name, r.type, r.dims, r.bytes.size(), nullptr, &r});
+  }
+  auto padded = [&](size_t n) { return n + (alignment - n % alignment) % alignment; };
+  size_t offset = 0;
+  for (const auto& it : items) {
+    if (!seen.insert(it.name).second) bad_arg("tensor name '" + it.name + "' is given twice");
+    put_str(head, it.name);
+    put<uint32_t>(head, uint32_t(it.dims.size()));
+    for (auto d : it.dims) put<uint64_t>(head, d);
+    put<uint32_t>(head, uint32_t(it.type));
+    put<uint64_t>(head, offset);
+    offset += padded(it.nbytes);
+  }
+  head.append(padded(head.size()) - head.size(), '\0');
+
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error(ErrorKind::Io, "save_gguf: cannot open '" + path + "' for writing: " + std::strerror(errno));
+  f.write(head.data(), std::streamsize(head.size()));
+  std::vector<char> buf;
+  for (const auto& it : items) {
+    buf.assign(padded(it.nbytes), '\0');
+    if (it.t)
+      it.t->copy_to_host(buf.data());  // contiguous row-major, from any device
+    else
+      std::memcpy(buf.data(), it.r->bytes.data(), it.nbytes);
+    f.write(buf.data(), std::streamsize(buf.size()));
+  }
+  f.close();
+  if (!f) throw Error(ErrorKind::Io, "save_gguf: writing '" + path + "' failed (disk full?)");
 }
 
 }  // namespace wick
