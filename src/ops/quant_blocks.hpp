@@ -182,12 +182,18 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
   switch (t) {
     case GgmlType::Q4_0: {  // f16 d, 16 bytes of nibbles: d * (q - 8)
       float d = ld_f16(b);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_mul(d, float(int(nib32(b + 2, j)) - 8));
+      for (uint32_t j = 0; j < 16; ++j) {
+        out[j] = q_mul(d, float(int(b[2 + j] & 15u) - 8));
+        out[j + 16] = q_mul(d, float(int(b[2 + j] >> 4) - 8));
+      }
       return true;
     }
     case GgmlType::Q4_1: {  // f16 d, f16 m, nibbles: d * q + m
       float d = ld_f16(b), m = ld_f16(b + 2);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_add(q_mul(d, float(nib32(b + 4, j))), m);
+      for (uint32_t j = 0; j < 16; ++j) {
+        out[j] = q_add(q_mul(d, float(b[4 + j] & 15u)), m);
+        out[j + 16] = q_add(q_mul(d, float(b[4 + j] >> 4)), m);
+      }
       return true;
     }
     case GgmlType::Q5_0: {  // f16 d, u32 of 5th bits, nibbles: d * (q - 16)
@@ -260,13 +266,20 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
     case GgmlType::Q6_K: {  // 128 bytes low nibbles, 64 bytes of 2-bit highs, 16 int8 scales, f16 d
       const uint8_t *ql = b, *qh = b + 128, *sc = b + 192;
       float d = ld_f16(b + 208);
-      for (uint32_t g = 0; g < 16; ++g) {
-        float dl = q_mul(d, float(int8_t(sc[g])));
-        for (uint32_t i = 0; i < 16; ++i) {
-          uint32_t e = g * 16 + i, h = e >> 7, r = e & 127;
-          uint32_t lo = (ql[h * 64 + (r & 63)] >> (4 * (r >> 6))) & 15u;
-          uint32_t hi = (qh[h * 32 + (r & 31)] >> (2 * (r >> 5))) & 3u;
-          out[e] = q_mul(dl, float(int(lo | (hi << 4)) - 32));
+      float dl[16];
+      for (uint32_t g = 0; g < 16; ++g) dl[g] = q_mul(d, float(int8_t(sc[g])));
+      // Each half of 128: ql byte l and l + 32 give elements l, l + 32 (low nibbles) and l + 64,
+      // l + 96 (high); qh byte l gives their 5th-6th bits in pairs 0-1, 2-3, 4-5, 6-7.
+      for (uint32_t h = 0; h < 2; ++h) {
+        const uint8_t *l8 = ql + h * 64, *h8 = qh + h * 32;
+        float* o = out + h * 128;
+        const float* s = dl + h * 8;
+        for (uint32_t l = 0; l < 32; ++l) {
+          uint32_t is = l >> 4;
+          o[l] = q_mul(s[is], float(int((l8[l] & 15u) | ((h8[l] & 3u) << 4)) - 32));
+          o[l + 32] = q_mul(s[is + 2], float(int((l8[l + 32] & 15u) | (((h8[l] >> 2) & 3u) << 4)) - 32));
+          o[l + 64] = q_mul(s[is + 4], float(int((l8[l] >> 4) | (((h8[l] >> 4) & 3u) << 4)) - 32));
+          o[l + 96] = q_mul(s[is + 6], float(int((l8[l + 32] >> 4) | ((h8[l] >> 6) << 4)) - 32));
         }
       }
       return true;
@@ -278,7 +291,10 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
     }
     case GgmlType::IQ4_NL: {  // f16 d, nibbles indexing the 16 levels
       float d = ld_f16(b);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_mul(d, iq4nl_value(nib32(b + 2, j)));
+      for (uint32_t j = 0; j < 16; ++j) {
+        out[j] = q_mul(d, iq4nl_value(b[2 + j] & 15u));
+        out[j + 16] = q_mul(d, iq4nl_value(b[2 + j] >> 4));
+      }
       return true;
     }
     case GgmlType::IQ4_XS: {  // f16 d, u16 scale high bits, 4 bytes scale low nibbles, 128 bytes nibbles
@@ -288,13 +304,19 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       for (uint32_t g = 0; g < 8; ++g) {
         uint32_t s6 = ((sl[g >> 1] >> (4 * (g & 1))) & 15u) | (((sh >> (2 * g)) & 3u) << 4);
         float dl = q_mul(d, float(int(s6) - 32));
-        for (uint32_t j = 0; j < 32; ++j) out[g * 32 + j] = q_mul(dl, iq4nl_value(nib32(qs + g * 16, j)));
+        for (uint32_t j = 0; j < 16; ++j) {
+          out[g * 32 + j] = q_mul(dl, iq4nl_value(qs[g * 16 + j] & 15u));
+          out[g * 32 + j + 16] = q_mul(dl, iq4nl_value(qs[g * 16 + j] >> 4));
+        }
       }
       return true;
     }
     case GgmlType::MXFP4: {  // e8m0 scale byte, nibbles of e2m1
       float d = e8m0_half(b[0]);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_mul(d, mxfp4_value(nib32(b + 1, j)));
+      for (uint32_t j = 0; j < 16; ++j) {
+        out[j] = q_mul(d, mxfp4_value(b[1 + j] & 15u));
+        out[j + 16] = q_mul(d, mxfp4_value(b[1 + j] >> 4));
+      }
       return true;
     }
     default:
