@@ -11,6 +11,7 @@
 
 #include "backend/cpu/quant.hpp"
 #include "test_util.hpp"
+#include "wick/gguf.hpp"
 
 using namespace wick;
 using namespace wick::quant;
@@ -198,4 +199,17 @@ TEST(Quant, Errors) {
 
   // Zero elements of zero bytes is a valid empty tensor.
   EXPECT_NO_THROW(cpu::dequantize_to_f32(GgmlType::Q4_K, nullptr, 0, nullptr, 0));
+}
+
+TEST(Quant, TableAgreesWithTheGgufReader) {
+  // The GGUF reader (include/wick/gguf.hpp) keeps its own ids and sizes for validating files; the
+  // decoder's table must name the same layout for every type both know.
+  for (const auto& info : kGgmlTypes) {
+    if (!info.dequant) continue;
+    GGMLType pub = static_cast<GGMLType>(static_cast<uint32_t>(info.type));
+    EXPECT_EQ(std::string(ggml_type_name(pub)), info.name);
+    EXPECT_EQ(ggml_block_size(pub), info.block_elems) << info.name;
+    EXPECT_EQ(ggml_type_size(pub), info.block_bytes) << info.name;
+    EXPECT_TRUE(ggml_is_quantized(pub)) << info.name;
+  }
 }
