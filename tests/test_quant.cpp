@@ -213,3 +213,21 @@ TEST(Quant, TableAgreesWithTheGgufReader) {
     EXPECT_TRUE(ggml_is_quantized(pub)) << info.name;
   }
 }
+
+TEST(Quant, UnalignedBytesAndNoWritePastTheEnd) {
+  // GGUF tensors start at general.alignment, but a caller may hand any byte offset: every field is
+  // read byte by byte. The output past n_elems stays untouched.
+  for (const char* name : {"Q4_1", "Q5_K", "Q8_K", "IQ4_XS"}) {
+    const json& t = fixture()["types"][name];
+    GgmlType type = static_cast<GgmlType>(t["id"].get<uint32_t>());
+    std::vector<uint8_t> b = from_hex(t["cases"][0]["bytes"]);
+    std::vector<uint32_t> want = f32_bits_from_hex(t["cases"][0]["f32"]);
+    std::vector<uint8_t> shifted(b.size() + 3, 0xAB);
+    std::memcpy(shifted.data() + 3, b.data(), b.size());
+    std::vector<float> got(want.size() + 1, 42.0f);
+    cpu::dequantize_to_f32(type, shifted.data() + 3, b.size(), got.data(), want.size());
+    EXPECT_EQ(got.back(), 42.0f) << name;
+    got.pop_back();
+    EXPECT_EQ(mismatches(got, want, std::string(name) + " unaligned"), 0u);
+  }
+}
