@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "io/mmap.hpp"
+#include "ops/quant_blocks.hpp"
 
 static_assert(std::endian::native == std::endian::little, "wick's file readers assume a little-endian host");
 
@@ -31,20 +32,26 @@ struct TypeInfo {
   DType dtype;
 };
 
-// Block sizes and bytes per block as ggml.c's type_traits (and gguf-py's GGML_QUANT_SIZES).
+// Names and block sizes come from the one ggml type table (ops/quant_blocks.hpp); this list adds
+// only which types a file may hold and how the plain ones load.
+constexpr TypeInfo row(GGMLType t, bool plain, DType dtype) {
+  const quant::GgmlTypeInfo* q = quant::ggml_type_info(uint32_t(t));
+  return {t, q->name, q->block_elems, q->block_bytes, plain, dtype};
+}
+
 constexpr TypeInfo kTypes[] = {
-    {GGMLType::F32, "F32", 1, 4, true, DType::F32},         {GGMLType::F16, "F16", 1, 2, true, DType::F16},
-    {GGMLType::BF16, "BF16", 1, 2, true, DType::BF16},      {GGMLType::F64, "F64", 1, 8, true, DType::F64},
-    {GGMLType::I8, "I8", 1, 1, false, DType::U8},           {GGMLType::I16, "I16", 1, 2, true, DType::I16},
-    {GGMLType::I32, "I32", 1, 4, true, DType::I32},         {GGMLType::I64, "I64", 1, 8, true, DType::I64},
-    {GGMLType::Q4_0, "Q4_0", 32, 18, false, DType::U8},     {GGMLType::Q4_1, "Q4_1", 32, 20, false, DType::U8},
-    {GGMLType::Q5_0, "Q5_0", 32, 22, false, DType::U8},     {GGMLType::Q5_1, "Q5_1", 32, 24, false, DType::U8},
-    {GGMLType::Q8_0, "Q8_0", 32, 34, false, DType::U8},     {GGMLType::Q8_1, "Q8_1", 32, 36, false, DType::U8},
-    {GGMLType::Q2_K, "Q2_K", 256, 84, false, DType::U8},    {GGMLType::Q3_K, "Q3_K", 256, 110, false, DType::U8},
-    {GGMLType::Q4_K, "Q4_K", 256, 144, false, DType::U8},   {GGMLType::Q5_K, "Q5_K", 256, 176, false, DType::U8},
-    {GGMLType::Q6_K, "Q6_K", 256, 210, false, DType::U8},   {GGMLType::Q8_K, "Q8_K", 256, 292, false, DType::U8},
-    {GGMLType::IQ4_NL, "IQ4_NL", 32, 18, false, DType::U8}, {GGMLType::IQ4_XS, "IQ4_XS", 256, 136, false, DType::U8},
-    {GGMLType::MXFP4, "MXFP4", 32, 17, false, DType::U8},
+    row(GGMLType::F32, true, DType::F32),       row(GGMLType::F16, true, DType::F16),
+    row(GGMLType::BF16, true, DType::BF16),     row(GGMLType::F64, true, DType::F64),
+    row(GGMLType::I8, false, DType::U8),        row(GGMLType::I16, true, DType::I16),
+    row(GGMLType::I32, true, DType::I32),       row(GGMLType::I64, true, DType::I64),
+    row(GGMLType::Q4_0, false, DType::U8),      row(GGMLType::Q4_1, false, DType::U8),
+    row(GGMLType::Q5_0, false, DType::U8),      row(GGMLType::Q5_1, false, DType::U8),
+    row(GGMLType::Q8_0, false, DType::U8),      row(GGMLType::Q8_1, false, DType::U8),
+    row(GGMLType::Q2_K, false, DType::U8),      row(GGMLType::Q3_K, false, DType::U8),
+    row(GGMLType::Q4_K, false, DType::U8),      row(GGMLType::Q5_K, false, DType::U8),
+    row(GGMLType::Q6_K, false, DType::U8),      row(GGMLType::Q8_K, false, DType::U8),
+    row(GGMLType::IQ4_NL, false, DType::U8),    row(GGMLType::IQ4_XS, false, DType::U8),
+    row(GGMLType::MXFP4, false, DType::U8),
 };
 
 const TypeInfo* type_info(uint32_t id) {
