@@ -9,26 +9,11 @@
 
 using namespace wick;
 namespace fs = std::filesystem;
+using wick::test::read_bytes;
+using wick::test::write_bytes;
 
 namespace {
 
-std::string tmp(const std::string& file) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir =
-      fs::path(::testing::TempDir()) / "wick_gguf" / (std::string(info->test_suite_name()) + "." + info->name());
-  fs::create_directories(dir);
-  return (dir / file).string();
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
 
 // Little-endian byte builder for hand-made files.
 struct B {
@@ -66,7 +51,7 @@ struct B {
 
 // Opening `bytes` is Error(Io) whose message holds `needle`.
 void expect_io(const std::string& bytes, const std::string& needle) {
-  const std::string path = tmp("bad.gguf");
+  const std::string path = wick::test::tmp_path("bad.gguf");
   write_bytes(path, bytes);
   try {
     GGUFFile::open(path);
@@ -203,7 +188,7 @@ TEST(Gguf, MinimalValidFileAndBf16) {
   B b;
   b.header(1, 0).tensor("x", {2}, 30, 0).pad();
   b.put<uint16_t>(0x3f80).put<uint16_t>(0xc000);
-  const std::string path = tmp("ok.gguf");
+  const std::string path = wick::test::tmp_path("ok.gguf");
   write_bytes(path, b.s);
   auto f = GGUFFile::open(path);
   EXPECT_EQ(f.alignment(), 32u);
@@ -221,11 +206,11 @@ TEST(GgufMalformed, Truncated) {
   // gguf-py pads the last tensor to the alignment; the data needed ends at 704 + 128 + 136 = 968
   // (data section start + last tensor's offset + its 2 x 2 Q8_0 blocks of 34 bytes)
   const size_t need = 968;
-  write_bytes(tmp("cut.gguf"), good.substr(0, need));
-  EXPECT_NO_THROW(GGUFFile::open(tmp("cut.gguf")));
+  write_bytes(wick::test::tmp_path("cut.gguf"), good.substr(0, need));
+  EXPECT_NO_THROW(GGUFFile::open(wick::test::tmp_path("cut.gguf")));
   // every shorter prefix is refused, none crashes
   for (size_t n = 0; n < need; n += 7) {
-    const std::string path = tmp("cut.gguf");
+    const std::string path = wick::test::tmp_path("cut.gguf");
     write_bytes(path, good.substr(0, n));
     EXPECT_THROW(GGUFFile::open(path), Error) << n;
   }
@@ -296,7 +281,7 @@ TEST(GgufMalformed, DuplicateTensorName) {
 }
 TEST(GgufMalformed, MissingFileIsIo) {
   try {
-    GGUFFile::open(tmp("does_not_exist.gguf"));
+    GGUFFile::open(wick::test::tmp_path("does_not_exist.gguf"));
     ADD_FAILURE();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Io);
@@ -310,7 +295,7 @@ TEST(GgufWrite, ByteIdenticalToGgufPy) {
   std::vector<std::pair<std::string, Tensor>> tensors{{"w.f32", f.load("w.f32")}, {"w.f16", f.load("w.f16")}};
   auto [p, n] = f.raw("w.q8_0");
   std::vector<GGUFRawTensor> raw{{"w.q8_0", GGMLType::Q8_0, f.tensor("w.q8_0").dims, {p, p + n}}};
-  const std::string out = tmp("out.gguf");
+  const std::string out = wick::test::tmp_path("out.gguf");
   save_gguf(out, f.metadata(), tensors, raw);
   const std::string want = read_bytes(src), got = read_bytes(out);
   ASSERT_EQ(got.size(), want.size());
@@ -333,7 +318,7 @@ TEST(GgufWrite, RoundTrip) {
       {"k.nest", GGUFValue::of_array(GGUFType::Array, {GGUFValue::of_array(GGUFType::U16, {GGUFValue::of_u16(3)}),
                                                        GGUFValue::of_array(GGUFType::String, {})})},
   };
-  const std::string path = tmp("rt.gguf");
+  const std::string path = wick::test::tmp_path("rt.gguf");
   save_gguf(path, meta, {{"a", a}, {"b", b}, {"c", c}, {"z", z}});
   const auto f = GGUFFile::open(path);
   EXPECT_EQ(f.alignment(), 16u);
@@ -357,7 +342,7 @@ TEST(GgufWrite, RoundTrip) {
 }
 
 TEST(GgufWrite, RejectsBadInput) {
-  const std::string path = tmp("bad.gguf");
+  const std::string path = wick::test::tmp_path("bad.gguf");
   Tensor u = Tensor::zeros({2}, DType::U8);
   try {
     save_gguf(path, {}, {{"u", u}});

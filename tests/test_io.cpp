@@ -13,33 +13,12 @@ using namespace wick;
 using wick::test::all_close;
 using wick::test::values;
 namespace fs = std::filesystem;
+using wick::test::read_bytes;
+using wick::test::write_bytes;
 
 namespace {
 
-// A fresh directory per test under GoogleTest's temp dir.
-std::string tmp(const std::string& file) {
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  fs::path dir = fs::path(::testing::TempDir()) / "wick_io" / (std::string(info->test_suite_name()) + "." + info->name());
-  static std::string made;
-  if (made != dir.string()) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    made = dir.string();
-  }
-  return (dir / file).string();
-}
-
 std::string io_fixture(const std::string& name) { return wick::test::fixture_path("io/" + name); }
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
 
 std::string le64(uint64_t n) {
   std::string s(8, '\0');
@@ -70,7 +49,7 @@ void expect_error(const std::function<void()>& f, ErrorKind kind, const std::str
 }
 
 void expect_st_io(const std::string& bytes, const char* what = nullptr) {
-  std::string p = tmp("bad.safetensors");
+  std::string p = wick::test::tmp_path("bad.safetensors");
   write_bytes(p, bytes);
   expect_error([&] { SafeTensors::open(p); }, ErrorKind::Io, p, what);
   expect_error([&] { load_safetensors(p); }, ErrorKind::Io, p, what);
@@ -89,7 +68,7 @@ TEST(SafeTensors, RoundTripAllDTypes) {
   for (DType d : kAllDTypes) in[std::string("t_") + dtype_name(d)] = sample(d);
   in["scalar"] = Tensor::from_vector<float>({-4.5f}, {});
   in["empty"] = Tensor::zeros({0, 3}, DType::I32);
-  std::string p = tmp("all.safetensors");
+  std::string p = wick::test::tmp_path("all.safetensors");
   save_safetensors(in, p);
   SafeTensors st = SafeTensors::open(p);
   EXPECT_EQ(st.names().size(), in.size());
@@ -110,7 +89,7 @@ TEST(SafeTensors, RoundTripAllDTypes) {
 
 TEST(SafeTensors, ExactValuesSurviveEachDType) {
   // Values exactly representable in each type, checked against the literals.
-  std::string p = tmp("exact.safetensors");
+  std::string p = wick::test::tmp_path("exact.safetensors");
   save_safetensors({{"i64", Tensor::from_vector<int64_t>({INT64_MIN, INT64_MAX, -1}, {3})},
                     {"u32", Tensor::from_vector<uint32_t>({0xffffffffu, 5}, {2})},
                     {"bf16", Tensor::from_vector<bf16>({bf16::from_bits(0x7f80), bf16::from_bits(0x0001)}, {2})},
@@ -131,7 +110,7 @@ TEST(SafeTensors, ExactValuesSurviveEachDType) {
 
 TEST(SafeTensors, StridedTensorsSavedRowMajor) {
   Tensor base = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {2, 3});
-  std::string p = tmp("strided.safetensors");
+  std::string p = wick::test::tmp_path("strided.safetensors");
   save_safetensors({{"t", base.t()},
                     {"narrow", base.narrow(1, 1, 2)},
                     {"bcast", Tensor::from_vector<float>({7, 8, 9}, {3}).broadcast_as({2, 3})},
@@ -151,18 +130,18 @@ TEST(SafeTensors, StridedTensorsSavedRowMajor) {
 }
 
 TEST(SafeTensors, MetadataRoundTrip) {
-  std::string p = tmp("meta.safetensors");
+  std::string p = wick::test::tmp_path("meta.safetensors");
   std::map<std::string, std::string> meta{{"format", "pt"}, {"unicode", "\xc3\xa9t\xc3\xa9"}, {"empty", ""}};
   save_safetensors({{"x", Tensor::ones({2}, DType::F32)}}, p, meta);
   EXPECT_EQ(SafeTensors::open(p).metadata(), meta);
-  std::string q = tmp("nometa.safetensors");
+  std::string q = wick::test::tmp_path("nometa.safetensors");
   save_safetensors({{"x", Tensor::ones({2}, DType::F32)}}, q);
   EXPECT_TRUE(SafeTensors::open(q).metadata().empty());
   EXPECT_EQ(read_bytes(q).find("__metadata__"), std::string::npos);
 }
 
 TEST(SafeTensors, WrittenLayoutMatchesTheFormat) {
-  std::string p = tmp("layout.safetensors");
+  std::string p = wick::test::tmp_path("layout.safetensors");
   // Order: larger element types first, then names; the header padded with spaces to 8 bytes.
   save_safetensors({{"b", Tensor::from_vector<uint8_t>({9}, {1})},
                     {"a", Tensor::from_vector<uint8_t>({8, 7}, {2})},
@@ -194,7 +173,7 @@ TEST(SafeTensors, WrittenLayoutMatchesTheFormat) {
 }
 
 TEST(SafeTensors, EmptyFileSet) {
-  std::string p = tmp("none.safetensors");
+  std::string p = wick::test::tmp_path("none.safetensors");
   save_safetensors({}, p);
   SafeTensors st = SafeTensors::open(p);
   EXPECT_TRUE(st.names().empty());
@@ -251,7 +230,7 @@ TEST(SafeTensors, UnknownNameIsArgumentError) {
 }
 
 TEST(SafeTensors, MappingOutlivesTheOriginalObjectAndTheFileName) {
-  std::string p = tmp("lazy.safetensors");
+  std::string p = wick::test::tmp_path("lazy.safetensors");
   save_safetensors({{"x", Tensor::from_vector<int32_t>({4, 5, 6}, {3})}}, p);
   std::optional<SafeTensors> copy;
   {
@@ -263,18 +242,18 @@ TEST(SafeTensors, MappingOutlivesTheOriginalObjectAndTheFileName) {
 }
 
 TEST(SafeTensors, SaveErrors) {
-  std::string p = tmp("nodir") + "/sub/x.safetensors";
+  std::string p = wick::test::tmp_path("nodir") + "/sub/x.safetensors";
   expect_error([&] { save_safetensors({{"x", Tensor::ones({1}, DType::F32)}}, p); }, ErrorKind::Io, p);
-  std::string q = tmp("x.safetensors");
+  std::string q = wick::test::tmp_path("x.safetensors");
   EXPECT_THROW(save_safetensors({{"x", Tensor()}}, q), Error);
   expect_error([&] { save_safetensors({{"__metadata__", Tensor::ones({1}, DType::F32)}}, q); }, ErrorKind::Argument,
                "__metadata__");
 }
 
 TEST(SafeTensors, OpenErrorsForMissingAndOddFiles) {
-  std::string p = tmp("missing.safetensors");
+  std::string p = wick::test::tmp_path("missing.safetensors");
   expect_error([&] { SafeTensors::open(p); }, ErrorKind::Io, p);
-  std::string dir = tmp("adir");
+  std::string dir = wick::test::tmp_path("adir");
   fs::create_directories(dir);
   expect_error([&] { SafeTensors::open(dir); }, ErrorKind::Io, dir);
 }
@@ -337,7 +316,7 @@ TEST(SafeTensorsMalformed, OffsetsOutOfRangeOrTruncated) {
   // Offsets past the data: the file is truncated.
   expect_st_io(st_bytes(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", "abcd"), "truncated");
   // A valid file cut one byte short.
-  std::string p = tmp("good.safetensors");
+  std::string p = wick::test::tmp_path("good.safetensors");
   save_safetensors({{"x", Tensor::ones({4}, DType::F32)}}, p);
   std::string good = read_bytes(p);
   expect_st_io(good.substr(0, good.size() - 1), "truncated");
@@ -371,7 +350,7 @@ TEST(SafeTensorsMalformed, OverlappingGapsAndReversed) {
 
 TEST(SafeTensorsMalformed, AcceptsWhatTheRustCrateAccepts) {
   // Header order differing from data order, extra spaces, null metadata and an unknown field.
-  std::string p = tmp("ok.safetensors");
+  std::string p = wick::test::tmp_path("ok.safetensors");
   float v[2] = {1.25f, -3.0f};
   std::string data(reinterpret_cast<const char*>(v), 8);
   write_bytes(p, st_bytes(R"({"__metadata__": null, "b": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]},
@@ -398,7 +377,7 @@ TEST(SafeTensorsMalformed, NulByteInHeader) {
   mid.insert(5, 1, '\0');
   expect_st_io(st_bytes(mid, "abcd"), "byte offset 13");
   // Space padding stays legal.
-  std::string p = tmp("padded.safetensors");
+  std::string p = wick::test::tmp_path("padded.safetensors");
   float one = 1.0f;
   write_bytes(p, st_bytes(j + "   ", std::string(reinterpret_cast<const char*>(&one), 4)));
   EXPECT_EQ(SafeTensors::open(p).load("a").to_vector<float>(), std::vector<float>{1.0f});
@@ -424,7 +403,7 @@ TEST(SafeTensorsMalformed, DuplicateNames) {
                "'dtype' twice");
   expect_st_io(st_bytes(R"({"__metadata__": {"k": "1", "k": "2"}})", ""), "'k' twice");
   // The same key in different objects, and key-like strings as values, are fine.
-  std::string p = tmp("ok.safetensors");
+  std::string p = wick::test::tmp_path("ok.safetensors");
   float v[2] = {1.0f, 2.0f};
   write_bytes(p, st_bytes(R"({"__metadata__": {"a": "b:", "shape": "a"},
                               "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
@@ -460,7 +439,7 @@ std::string npy_bytes(const std::string& dict, const std::string& data, int majo
 }
 
 void expect_npy_io(const std::string& bytes, const char* what = nullptr) {
-  std::string p = tmp("bad.npy");
+  std::string p = wick::test::tmp_path("bad.npy");
   write_bytes(p, bytes);
   expect_error([&] { load_npy(p); }, ErrorKind::Io, p, what);
 }
@@ -531,14 +510,14 @@ TEST(Npy, ReadsScalarEmptyAndLaterVersions) {
 TEST(Npy, RoundTripAllDTypes) {
   for (DType d : kAllDTypes) {
     Tensor t = sample(d);
-    std::string p = tmp(std::string("rt_") + dtype_name(d) + ".npy");
+    std::string p = wick::test::tmp_path(std::string("rt_") + dtype_name(d) + ".npy");
     save_npy(t, p);
     Tensor got = load_npy(p);
     EXPECT_EQ(got.dtype(), d) << dtype_name(d);
     EXPECT_EQ(got.shape(), t.shape()) << dtype_name(d);
     EXPECT_EQ(raw(got), raw(t)) << dtype_name(d);
   }
-  std::string p = tmp("scalar.npy");
+  std::string p = wick::test::tmp_path("scalar.npy");
   save_npy(Tensor::from_vector<int64_t>({-3}, {}), p);
   EXPECT_EQ(load_npy(p).shape(), Shape{});
   EXPECT_EQ(load_npy(p).item<int64_t>(), -3);
@@ -549,7 +528,7 @@ TEST(Npy, RoundTripAllDTypes) {
 }
 
 TEST(Npy, WrittenHeaderIsNumpys) {
-  std::string p = tmp("h.npy");
+  std::string p = wick::test::tmp_path("h.npy");
   save_npy(Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}), p);
   std::string f = read_bytes(p);
   ASSERT_GE(f.size(), 10u);
@@ -576,7 +555,7 @@ TEST(Npy, WrittenHeaderIsNumpys) {
 
 TEST(Npy, StridedTensorsSavedRowMajor) {
   Tensor base = Tensor::from_vector<int32_t>({0, 1, 2, 3, 4, 5}, {2, 3});
-  std::string p = tmp("s.npy");
+  std::string p = wick::test::tmp_path("s.npy");
   save_npy(base.t(), p);
   EXPECT_EQ(load_npy(p).shape(), (Shape{3, 2}));
   EXPECT_EQ(load_npy(p).to_vector<int32_t>(), (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
@@ -590,7 +569,7 @@ TEST(Npy, StridedTensorsSavedRowMajor) {
 
 TEST(Npy, HandWrittenHeaderVariants) {
   // Double quotes, no trailing comma, other key order, '=' byte order, Python 2 long shapes, v2.0.
-  std::string p = tmp("v.npy");
+  std::string p = wick::test::tmp_path("v.npy");
   int16_t v[3] = {7, -8, 9};
   std::string d(reinterpret_cast<const char*>(v), 6);
   write_bytes(p, npy_bytes("{\"shape\": (3L,), \"fortran_order\": False, \"descr\": \"=i2\"}", d));
@@ -667,9 +646,9 @@ TEST(NpyMalformed, DataSizeMismatch) {
 }
 
 TEST(Npy, FileErrors) {
-  std::string p = tmp("missing.npy");
+  std::string p = wick::test::tmp_path("missing.npy");
   expect_error([&] { load_npy(p); }, ErrorKind::Io, p);
-  std::string q = tmp("nodir") + "/sub/x.npy";
+  std::string q = wick::test::tmp_path("nodir") + "/sub/x.npy";
   expect_error([&] { save_npy(Tensor::ones({1}, DType::F32), q); }, ErrorKind::Io, q);
-  EXPECT_THROW(save_npy(Tensor(), tmp("u.npy")), Error);
+  EXPECT_THROW(save_npy(Tensor(), wick::test::tmp_path("u.npy")), Error);
 }

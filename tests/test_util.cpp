@@ -1,6 +1,8 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace wick::test {
@@ -55,6 +57,31 @@ Tensor as_offset(const Tensor& t) {
   Tensor big = Tensor::cat({Tensor::zeros(head, t.dtype(), t.device()), t.reshape(s),
                             Tensor::zeros(tail, t.dtype(), t.device())}, 0);
   return big.narrow(0, 2, s[0]).reshape(t.shape());
+}
+
+// One directory per test, emptied the first time the test asks for a path.
+std::string tmp_path(const std::string& file) {
+  namespace fs = std::filesystem;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  fs::path dir =
+      fs::path(::testing::TempDir()) / "wick_tests" / (std::string(info->test_suite_name()) + "." + info->name());
+  static std::string made;
+  if (made != dir.string()) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    made = dir.string();
+  }
+  return (dir / file).string();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 }  // namespace wick::test

@@ -28,6 +28,12 @@ double rtol_for(DType d);
 Tensor as_transposed(const Tensor& t);  // last two dims stored transposed (rank >= 2)
 Tensor as_offset(const Tensor& t);      // a narrow() view into a larger storage, nonzero offset
 
+// A path for `file` in a fresh directory of the running test (under GoogleTest's temp dir).
+std::string tmp_path(const std::string& file);
+// Whole-file byte I/O for hand-made files.
+void write_bytes(const std::string& path, const std::string& bytes);
+std::string read_bytes(const std::string& path);
+
 }  // namespace wick::test
 
 #include <nlohmann/json.hpp>
