@@ -105,4 +105,44 @@ template <class To, class From> WICK_HD To cast(From x) {
   }
 }
 
+// a op b rounded on its own, never contracted with a neighbouring add or multiply into an FMA
+// (resampling weights and the GGUF dequantizers must give the same bits on host and device).
+#if defined(__clang__)
+#define WICK_NO_CONTRACT _Pragma("clang fp contract(off)")
+#else
+#define WICK_NO_CONTRACT
+#endif
+WICK_HD float mul_rn(float a, float b) {
+#if WICK_DEVICE_CUDA
+  return __fmul_rn(a, b);
+#else
+  WICK_NO_CONTRACT
+  return a * b;
+#endif
+}
+WICK_HD double mul_rn(double a, double b) {
+#if WICK_DEVICE_CUDA
+  return __dmul_rn(a, b);
+#else
+  WICK_NO_CONTRACT
+  return a * b;
+#endif
+}
+WICK_HD float add_rn(float a, float b) {
+#if WICK_DEVICE_CUDA
+  return __fadd_rn(a, b);
+#else
+  WICK_NO_CONTRACT
+  return a + b;
+#endif
+}
+WICK_HD float sub_rn(float a, float b) {
+#if WICK_DEVICE_CUDA
+  return __fsub_rn(a, b);
+#else
+  WICK_NO_CONTRACT
+  return a - b;
+#endif
+}
+
 }  // namespace wick

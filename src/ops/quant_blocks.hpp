@@ -6,8 +6,8 @@
 // depends on a compiler's struct layout or an aligned load.
 //
 // Results are bit-identical to gguf-py's NumPy dequantizers: each product and sum is rounded to
-// f32 on its own, in the order gguf-py evaluates it (q_mul/q_sub below stop a device compiler from
-// fusing them into an FMA; x86-64 host builds without -mfma never contract).
+// f32 on its own, in the order gguf-py evaluates it (numeric.hpp's mul_rn/add_rn/sub_rn stop a
+// compiler from fusing them into an FMA).
 #include <cstddef>
 #include <cstdint>
 
@@ -114,28 +114,6 @@ constexpr const GgmlTypeInfo* ggml_type_info(GgmlType t) { return ggml_type_info
 
 namespace detail {
 
-WICK_HD float q_mul(float a, float b) {
-#if WICK_DEVICE_COMPILE
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-WICK_HD float q_add(float a, float b) {
-#if WICK_DEVICE_COMPILE
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-WICK_HD float q_sub(float a, float b) {
-#if WICK_DEVICE_COMPILE
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
 WICK_HD float ld_f16(const uint8_t* p) { return to_f32(f16::from_bits(static_cast<uint16_t>(p[0] | (p[1] << 8)))); }
 WICK_HD uint32_t ld_u32(const uint8_t* p) {
   return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
@@ -183,49 +161,49 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
     case GgmlType::Q4_0: {  // f16 d, 16 bytes of nibbles: d * (q - 8)
       float d = ld_f16(b);
       for (uint32_t j = 0; j < 16; ++j) {
-        out[j] = q_mul(d, float(int(b[2 + j] & 15u) - 8));
-        out[j + 16] = q_mul(d, float(int(b[2 + j] >> 4) - 8));
+        out[j] = mul_rn(d, float(int(b[2 + j] & 15u) - 8));
+        out[j + 16] = mul_rn(d, float(int(b[2 + j] >> 4) - 8));
       }
       return true;
     }
     case GgmlType::Q4_1: {  // f16 d, f16 m, nibbles: d * q + m
       float d = ld_f16(b), m = ld_f16(b + 2);
       for (uint32_t j = 0; j < 16; ++j) {
-        out[j] = q_add(q_mul(d, float(b[4 + j] & 15u)), m);
-        out[j + 16] = q_add(q_mul(d, float(b[4 + j] >> 4)), m);
+        out[j] = add_rn(mul_rn(d, float(b[4 + j] & 15u)), m);
+        out[j + 16] = add_rn(mul_rn(d, float(b[4 + j] >> 4)), m);
       }
       return true;
     }
     case GgmlType::Q5_0: {  // f16 d, u32 of 5th bits, nibbles: d * (q - 16)
       float d = ld_f16(b);
       uint32_t qh = ld_u32(b + 2);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_mul(d, float(int(nib32(b + 6, j) | (((qh >> j) & 1u) << 4)) - 16));
+      for (uint32_t j = 0; j < 32; ++j) out[j] = mul_rn(d, float(int(nib32(b + 6, j) | (((qh >> j) & 1u) << 4)) - 16));
       return true;
     }
     case GgmlType::Q5_1: {  // f16 d, f16 m, u32 of 5th bits, nibbles: d * q + m
       float d = ld_f16(b), m = ld_f16(b + 2);
       uint32_t qh = ld_u32(b + 4);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_add(q_mul(d, float(nib32(b + 8, j) | (((qh >> j) & 1u) << 4))), m);
+      for (uint32_t j = 0; j < 32; ++j) out[j] = add_rn(mul_rn(d, float(nib32(b + 8, j) | (((qh >> j) & 1u) << 4))), m);
       return true;
     }
     case GgmlType::Q8_0: {  // f16 d, 32 int8: q * d
       float d = ld_f16(b);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_mul(float(int8_t(b[2 + j])), d);
+      for (uint32_t j = 0; j < 32; ++j) out[j] = mul_rn(float(int8_t(b[2 + j])), d);
       return true;
     }
     case GgmlType::Q8_1: {  // f16 d, f16 s (= d * sum q, for dot products only), 32 int8: q * d
       float d = ld_f16(b);
-      for (uint32_t j = 0; j < 32; ++j) out[j] = q_mul(float(int8_t(b[4 + j])), d);
+      for (uint32_t j = 0; j < 32; ++j) out[j] = mul_rn(float(int8_t(b[4 + j])), d);
       return true;
     }
     case GgmlType::Q2_K: {  // 16 scale bytes (lo: scale, hi: min), 64 bytes of 2-bit q, f16 d, f16 dmin
       const uint8_t *sc = b, *qs = b + 16;
       float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
       for (uint32_t g = 0; g < 16; ++g) {
-        float dl = q_mul(d, float(sc[g] & 15u)), ml = q_mul(dmin, float(sc[g] >> 4));
+        float dl = mul_rn(d, float(sc[g] & 15u)), ml = mul_rn(dmin, float(sc[g] >> 4));
         for (uint32_t i = 0; i < 16; ++i) {
           uint32_t e = g * 16 + i, h = e >> 7, s = (e >> 5) & 3, l = e & 31;
-          out[e] = q_sub(q_mul(dl, float((qs[h * 32 + l] >> (2 * s)) & 3u)), ml);
+          out[e] = sub_rn(mul_rn(dl, float((qs[h * 32 + l] >> (2 * s)) & 3u)), ml);
         }
       }
       return true;
@@ -236,12 +214,12 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       for (uint32_t g = 0; g < 16; ++g) {
         // scale g: low 4 bits from byte g % 8 (nibble g / 8), high 2 from byte 8 + g % 4 (pair g / 4)
         uint32_t s6 = ((sc[g & 7] >> (4 * (g >> 3))) & 15u) | (((sc[8 + (g & 3)] >> (2 * (g >> 2))) & 3u) << 4);
-        float dl = q_mul(d, float(int(s6) - 32));
+        float dl = mul_rn(d, float(int(s6) - 32));
         for (uint32_t i = 0; i < 16; ++i) {
           uint32_t e = g * 16 + i, h = e >> 7, s = (e >> 5) & 3, l = e & 31;
           int lo = (qs[h * 32 + l] >> (2 * s)) & 3;
           int hbit = (hm[l] >> (e >> 5)) & 1;  // a clear bit subtracts 4
-          out[e] = q_mul(dl, float(lo - (hbit ? 0 : 4)));
+          out[e] = mul_rn(dl, float(lo - (hbit ? 0 : 4)));
         }
       }
       return true;
@@ -254,11 +232,11 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       for (uint32_t g = 0; g < 8; ++g) {
         uint32_t s, m;
         scale_min_k4(sc, g, s, m);
-        float dl = q_mul(d, float(s)), ml = q_mul(dmin, float(m));
+        float dl = mul_rn(d, float(s)), ml = mul_rn(dmin, float(m));
         for (uint32_t l = 0; l < 32; ++l) {
           uint32_t q = (qs[(g >> 1) * 32 + l] >> (4 * (g & 1))) & 15u;
           if (five) q |= ((qh[l] >> g) & 1u) << 4;
-          out[g * 32 + l] = q_sub(q_mul(dl, float(q)), ml);
+          out[g * 32 + l] = sub_rn(mul_rn(dl, float(q)), ml);
         }
       }
       return true;
@@ -267,7 +245,7 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       const uint8_t *ql = b, *qh = b + 128, *sc = b + 192;
       float d = ld_f16(b + 208);
       float dl[16];
-      for (uint32_t g = 0; g < 16; ++g) dl[g] = q_mul(d, float(int8_t(sc[g])));
+      for (uint32_t g = 0; g < 16; ++g) dl[g] = mul_rn(d, float(int8_t(sc[g])));
       // Each half of 128: ql byte l and l + 32 give elements l, l + 32 (low nibbles) and l + 64,
       // l + 96 (high); qh byte l gives their 5th-6th bits in pairs 0-1, 2-3, 4-5, 6-7.
       for (uint32_t h = 0; h < 2; ++h) {
@@ -276,24 +254,24 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
         const float* s = dl + h * 8;
         for (uint32_t l = 0; l < 32; ++l) {
           uint32_t is = l >> 4;
-          o[l] = q_mul(s[is], float(int((l8[l] & 15u) | ((h8[l] & 3u) << 4)) - 32));
-          o[l + 32] = q_mul(s[is + 2], float(int((l8[l + 32] & 15u) | (((h8[l] >> 2) & 3u) << 4)) - 32));
-          o[l + 64] = q_mul(s[is + 4], float(int((l8[l] >> 4) | (((h8[l] >> 4) & 3u) << 4)) - 32));
-          o[l + 96] = q_mul(s[is + 6], float(int((l8[l + 32] >> 4) | ((h8[l] >> 6) << 4)) - 32));
+          o[l] = mul_rn(s[is], float(int((l8[l] & 15u) | ((h8[l] & 3u) << 4)) - 32));
+          o[l + 32] = mul_rn(s[is + 2], float(int((l8[l + 32] & 15u) | (((h8[l] >> 2) & 3u) << 4)) - 32));
+          o[l + 64] = mul_rn(s[is + 4], float(int((l8[l] >> 4) | (((h8[l] >> 4) & 3u) << 4)) - 32));
+          o[l + 96] = mul_rn(s[is + 6], float(int((l8[l + 32] >> 4) | ((h8[l] >> 6) << 4)) - 32));
         }
       }
       return true;
     }
     case GgmlType::Q8_K: {  // f32 d, 256 int8, 16 int16 block sums (for dot products only)
       float d = ld_f32(b);
-      for (uint32_t j = 0; j < QK_K; ++j) out[j] = q_mul(d, float(int8_t(b[4 + j])));
+      for (uint32_t j = 0; j < QK_K; ++j) out[j] = mul_rn(d, float(int8_t(b[4 + j])));
       return true;
     }
     case GgmlType::IQ4_NL: {  // f16 d, nibbles indexing the 16 levels
       float d = ld_f16(b);
       for (uint32_t j = 0; j < 16; ++j) {
-        out[j] = q_mul(d, iq4nl_value(b[2 + j] & 15u));
-        out[j + 16] = q_mul(d, iq4nl_value(b[2 + j] >> 4));
+        out[j] = mul_rn(d, iq4nl_value(b[2 + j] & 15u));
+        out[j + 16] = mul_rn(d, iq4nl_value(b[2 + j] >> 4));
       }
       return true;
     }
@@ -303,10 +281,10 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       const uint8_t *sl = b + 4, *qs = b + 8;
       for (uint32_t g = 0; g < 8; ++g) {
         uint32_t s6 = ((sl[g >> 1] >> (4 * (g & 1))) & 15u) | (((sh >> (2 * g)) & 3u) << 4);
-        float dl = q_mul(d, float(int(s6) - 32));
+        float dl = mul_rn(d, float(int(s6) - 32));
         for (uint32_t j = 0; j < 16; ++j) {
-          out[g * 32 + j] = q_mul(dl, iq4nl_value(qs[g * 16 + j] & 15u));
-          out[g * 32 + j + 16] = q_mul(dl, iq4nl_value(qs[g * 16 + j] >> 4));
+          out[g * 32 + j] = mul_rn(dl, iq4nl_value(qs[g * 16 + j] & 15u));
+          out[g * 32 + j + 16] = mul_rn(dl, iq4nl_value(qs[g * 16 + j] >> 4));
         }
       }
       return true;
@@ -314,8 +292,8 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
     case GgmlType::MXFP4: {  // e8m0 scale byte, nibbles of e2m1
       float d = e8m0_half(b[0]);
       for (uint32_t j = 0; j < 16; ++j) {
-        out[j] = q_mul(d, mxfp4_value(b[1 + j] & 15u));
-        out[j + 16] = q_mul(d, mxfp4_value(b[1 + j] >> 4));
+        out[j] = mul_rn(d, mxfp4_value(b[1 + j] & 15u));
+        out[j + 16] = mul_rn(d, mxfp4_value(b[1 + j] >> 4));
       }
       return true;
     }

@@ -12,28 +12,6 @@
 
 namespace wick {
 
-// a * b rounded on its own, never contracted with a following add.
-WICK_HD float mul_rn(float a, float b) {
-#if WICK_DEVICE_CUDA
-  return __fmul_rn(a, b);
-#else
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
-  return a * b;
-#endif
-}
-WICK_HD double mul_rn(double a, double b) {
-#if WICK_DEVICE_CUDA
-  return __dmul_rn(a, b);
-#else
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
-  return a * b;
-#endif
-}
-
 // Nearest: source index floor(dst * in / out), exact in integers.
 WICK_HD size_t nearest_src(size_t dst, size_t in, size_t out) { return dst * in / out; }
 
