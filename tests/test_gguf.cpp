@@ -248,7 +248,7 @@ TEST(GgufMalformed, AlignmentNotPowerOfTwo) {
   expect_io(B().header(0, 1).str("general.alignment").u32(10).u64(32).s, "must be u32");
 }
 TEST(GgufMalformed, TensorCountTooLarge) { expect_io(B().header(1ull << 40, 0).zeros(64).s, "tensor count"); }
-TEST(GgufMalformed, UnknownGgmlType) {
+TEST(GgufMalformed, UnknownGGMLType) {
   B b;
   b.header(1, 0).tensor("x", {32}, 16, 0).pad().zeros(64);  // 16 = IQ2_XXS, not supported
   expect_io(b.s, "unknown ggml type id 16");

@@ -73,7 +73,7 @@ Error error_of(const std::function<void()>& f) {
 TEST(Quant, TableMatchesGgufPySizes) {
   size_t covered = 0;
   for (const auto& [name, t] : fixture()["types"].items()) {
-    const GgmlTypeInfo* info = ggml_type_info(t["id"].get<uint32_t>());
+    const GGMLTypeInfo* info = ggml_type_info(t["id"].get<uint32_t>());
     ASSERT_NE(info, nullptr) << name;
     EXPECT_EQ(std::string(info->name), name);
     EXPECT_EQ(info->block_elems, t["block_elems"].get<uint32_t>()) << name;
@@ -82,18 +82,18 @@ TEST(Quant, TableMatchesGgufPySizes) {
     ++covered;
   }
   // Every type the table says it decodes has fixture cases.
-  for (const auto& info : kGgmlTypes)
+  for (const auto& info : kGGMLTypes)
     if (info.dequant) EXPECT_TRUE(fixture()["types"].contains(info.name)) << info.name << " has no fixture";
   EXPECT_EQ(covered, 15u);
   // Ids ggml leaves unassigned (4, 5: the removed Q4_2/Q4_3; 31) are unknown.
   EXPECT_EQ(ggml_type_info(4u), nullptr);
   EXPECT_EQ(ggml_type_info(31u), nullptr);
-  EXPECT_EQ(ggml_type_info(GgmlType::Q6_K)->block_bytes, 210u);  // ggml's block_q6_K: 128 + 64 + 16 + 2
+  EXPECT_EQ(ggml_type_info(GGMLType::Q6_K)->block_bytes, 210u);  // ggml's block_q6_K: 128 + 64 + 16 + 2
 }
 
 TEST(Quant, EveryBlockBitIdenticalToGgufPy) {
   for (const auto& [name, t] : fixture()["types"].items()) {
-    GgmlType type = static_cast<GgmlType>(t["id"].get<uint32_t>());
+    GGMLType type = static_cast<GGMLType>(t["id"].get<uint32_t>());
     const size_t be = t["block_elems"], bb = t["block_bytes"];
     std::vector<uint8_t> all;
     std::vector<uint32_t> all_want;
@@ -122,7 +122,7 @@ TEST(Quant, ManyBlocksSplitOverThreadsMatchOneBlockAtATime) {
   // 3000 blocks: many pool chunks, one partial chunk at the end.
   for (const char* name : {"Q4_K", "Q8_0", "MXFP4"}) {
     const json& t = fixture()["types"][name];
-    GgmlType type = static_cast<GgmlType>(t["id"].get<uint32_t>());
+    GGMLType type = static_cast<GGMLType>(t["id"].get<uint32_t>());
     const size_t be = t["block_elems"], bb = t["block_bytes"], reps = 3000;
     const json& cases = t["cases"];
     std::vector<uint8_t> all;
@@ -147,7 +147,7 @@ TEST(Quant, HandWorkedBlocks) {
   q40[0] = 0x00;
   q40[1] = 0x3C;
   float out[32];
-  ASSERT_TRUE(dequantize_block(GgmlType::Q4_0, q40.data(), out));
+  ASSERT_TRUE(dequantize_block(GGMLType::Q4_0, q40.data(), out));
   EXPECT_EQ(out[0], -8.0f);
   EXPECT_EQ(out[15], -8.0f);
   EXPECT_EQ(out[16], -7.0f);
@@ -157,7 +157,7 @@ TEST(Quant, HandWorkedBlocks) {
   q80[1] = 0x38;
   q80[2] = 0x80;
   q80[3] = 0x7F;
-  ASSERT_TRUE(dequantize_block(GgmlType::Q8_0, q80.data(), out));
+  ASSERT_TRUE(dequantize_block(GGMLType::Q8_0, q80.data(), out));
   EXPECT_EQ(out[0], -64.0f);
   EXPECT_EQ(out[1], 63.5f);
   EXPECT_EQ(out[2], 0.0f);
@@ -166,45 +166,45 @@ TEST(Quant, HandWorkedBlocks) {
   std::vector<uint8_t> mx(17, 0);
   mx[0] = 128;
   mx[1] = 0x97;  // element 0: nibble 7, element 16: nibble 9
-  ASSERT_TRUE(dequantize_block(GgmlType::MXFP4, mx.data(), out));
+  ASSERT_TRUE(dequantize_block(GGMLType::MXFP4, mx.data(), out));
   EXPECT_EQ(out[0], 12.0f);
   EXPECT_EQ(out[16], -1.0f);
   EXPECT_EQ(out[1], 0.0f);
   // A type the decoder does not know returns false and writes nothing.
   out[0] = 7.0f;
-  EXPECT_FALSE(dequantize_block(GgmlType::IQ2_XXS, q40.data(), out));
+  EXPECT_FALSE(dequantize_block(GGMLType::IQ2_XXS, q40.data(), out));
   EXPECT_EQ(out[0], 7.0f);
 }
 
 TEST(Quant, Errors) {
   std::vector<uint8_t> bytes(34 * 2, 0);
   std::vector<float> out(64);
-  Error e = error_of([&] { cpu::dequantize_to_f32(GgmlType::Q8_0, bytes.data(), bytes.size(), out.data(), 63); });
+  Error e = error_of([&] { cpu::dequantize_to_f32(GGMLType::Q8_0, bytes.data(), bytes.size(), out.data(), 63); });
   EXPECT_EQ(e.kind(), ErrorKind::Shape) << e.what();
   EXPECT_NE(std::string(e.what()).find("Q8_0"), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("multiple of 32"), std::string::npos) << e.what();
 
-  e = error_of([&] { cpu::dequantize_to_f32(GgmlType::Q8_0, bytes.data(), 67, out.data(), 64); });
+  e = error_of([&] { cpu::dequantize_to_f32(GGMLType::Q8_0, bytes.data(), 67, out.data(), 64); });
   EXPECT_EQ(e.kind(), ErrorKind::Io) << e.what();
   EXPECT_NE(std::string(e.what()).find("needs 68 bytes"), std::string::npos) << e.what();
   EXPECT_NE(std::string(e.what()).find("got 67"), std::string::npos) << e.what();
 
-  e = error_of([&] { cpu::dequantize_to_f32(GgmlType::IQ2_XXS, bytes.data(), 66, out.data(), 256); });
+  e = error_of([&] { cpu::dequantize_to_f32(GGMLType::IQ2_XXS, bytes.data(), 66, out.data(), 256); });
   EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
   EXPECT_NE(std::string(e.what()).find("IQ2_XXS"), std::string::npos) << e.what();
 
-  e = error_of([&] { cpu::dequantize_to_f32(static_cast<GgmlType>(5), bytes.data(), bytes.size(), out.data(), 64); });
+  e = error_of([&] { cpu::dequantize_to_f32(static_cast<GGMLType>(5), bytes.data(), bytes.size(), out.data(), 64); });
   EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
   EXPECT_NE(std::string(e.what()).find("unknown ggml type id 5"), std::string::npos) << e.what();
 
   // Zero elements of zero bytes is a valid empty tensor.
-  EXPECT_NO_THROW(cpu::dequantize_to_f32(GgmlType::Q4_K, nullptr, 0, nullptr, 0));
+  EXPECT_NO_THROW(cpu::dequantize_to_f32(GGMLType::Q4_K, nullptr, 0, nullptr, 0));
 }
 
 TEST(Quant, TableAgreesWithTheGgufReader) {
   // The GGUF reader (include/wick/gguf.hpp) keeps its own ids and sizes for validating files; the
   // decoder's table must name the same layout for every type both know.
-  for (const auto& info : kGgmlTypes) {
+  for (const auto& info : kGGMLTypes) {
     if (!info.dequant) continue;
     GGMLType pub = static_cast<GGMLType>(static_cast<uint32_t>(info.type));
     EXPECT_EQ(std::string(ggml_type_name(pub)), info.name);
@@ -219,7 +219,7 @@ TEST(Quant, UnalignedBytesAndNoWritePastTheEnd) {
   // read byte by byte. The output past n_elems stays untouched.
   for (const char* name : {"Q4_1", "Q5_K", "Q8_K", "IQ4_XS"}) {
     const json& t = fixture()["types"][name];
-    GgmlType type = static_cast<GgmlType>(t["id"].get<uint32_t>());
+    GGMLType type = static_cast<GGMLType>(t["id"].get<uint32_t>());
     std::vector<uint8_t> b = from_hex(t["cases"][0]["bytes"]);
     std::vector<uint32_t> want = f32_bits_from_hex(t["cases"][0]["f32"]);
     std::vector<uint8_t> shifted(b.size() + 3, 0xAB);

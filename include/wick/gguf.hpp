@@ -9,42 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "wick/quant.hpp"
 #include "wick/tensor.hpp"
 
 namespace wick {
-
-// ggml type ids as gguf-py's constants.py (GGMLQuantizationType) numbers them. Only the ones wick
-// knows the block layout of; any other id in a file is Error(Io) at open.
-enum class GGMLType : uint32_t {
-  F32 = 0,
-  F16 = 1,
-  Q4_0 = 2,
-  Q4_1 = 3,
-  Q5_0 = 6,
-  Q5_1 = 7,
-  Q8_0 = 8,
-  Q8_1 = 9,
-  Q2_K = 10,
-  Q3_K = 11,
-  Q4_K = 12,
-  Q5_K = 13,
-  Q6_K = 14,
-  Q8_K = 15,
-  IQ4_NL = 20,
-  IQ4_XS = 23,
-  I8 = 24,
-  I16 = 25,
-  I32 = 26,
-  I64 = 27,
-  F64 = 28,
-  BF16 = 30,
-  MXFP4 = 39,
-};
-
-const char* ggml_type_name(GGMLType t);
-size_t ggml_block_size(GGMLType t);  // elements per block (1 for plain types)
-size_t ggml_type_size(GGMLType t);   // bytes per block
-bool ggml_is_quantized(GGMLType t);
 
 // Metadata value types, numbered as the GGUF spec (GGUFValueType).
 enum class GGUFType : uint32_t {
@@ -128,6 +96,9 @@ class GGUFFile {
   // F32/F16/BF16 (and F64/I16/I32/I64) as a Tensor of the row-major shape; a quantized or I8
   // tensor is Error(Unsupported) naming its type.
   Tensor load(const std::string& name, Device device = Device::cpu()) const;
+  // A quantized tensor (Q4_0 ... MXFP4) as a QTensor: on the CPU its blocks stay in the mapping
+  // (no copy), on a GPU they are uploaded once. Error(Unsupported) for a plain type (use load()).
+  QTensor load_quantized(const std::string& name, Device device = Device::cpu()) const;
 
   struct Impl;
 

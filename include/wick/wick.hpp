@@ -7,5 +7,6 @@
 #include "wick/io.hpp"
 #include "wick/layout.hpp"
 #include "wick/nn.hpp"
+#include "wick/quant.hpp"
 #include "wick/tensor.hpp"
 #include "wick/version.hpp"

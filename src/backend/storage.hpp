@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/op_kinds.hpp"
+#include "wick/quant.hpp"
 #include "wick/tensor.hpp"
 
 namespace wick {
@@ -79,6 +80,14 @@ struct AttentionDims {
   size_t b, h_q, h_kv, t_q, t_kv, d, d_v;
   double scale;
   bool causal;
+};
+
+// A QTensor's blocks (wick/quant.hpp): `rows` rows of `cols` elements of `type`, each row
+// cols / block_size blocks, rows back to back from byte 0 of a U8 storage. The core has checked
+// that the type is supported and cols is a whole number of blocks.
+struct QuantDims {
+  GGMLType type;
+  size_t rows, cols;
 };
 
 class Storage {
@@ -166,6 +175,21 @@ class Storage {
   // this is q; every layout is rank 4 with a unit-stride last dim (other strides arbitrary).
   virtual StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v,
                                const Layout& v_l, const AttentionDims& a) const = 0;
+
+  // ---- quantized blocks (QuantDims above). Unless said otherwise `this` is the U8 block storage.
+  // All rows decoded: (rows * cols) contiguous elements of dtype (F32, F16 or BF16).
+  virtual StoragePtr dequantize(const QuantDims& q, DType dtype) const = 0;
+  // this is a float tensor (F32/F16/BF16/F64) and l a contiguous (q.rows, q.cols) view (offset
+  // allowed); returns the U8 blocks. A backend without a quantizer for q.type throws
+  // Error(Unsupported) naming the fix.
+  virtual StoragePtr quantize(const Layout& l, const QuantDims& q) const = 0;
+  // y = x @ W^T with W the (q.rows = n, q.cols = k) blocks in this; x (m, k) is F32/F16/BF16 on
+  // this device with x_l rank 2 and a unit last stride (any row stride, any offset). Returns
+  // (m, n) contiguous in x's dtype. The backend picks the path (matrix-vector for m <= 8).
+  virtual StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const = 0;
+  // Rows of the (q.rows, q.cols) table at ids (u8 u32 i16 i32 i64, rank 1, any layout): returns
+  // (ids, q.cols) contiguous in dtype (F32/F16/BF16). An id out of range throws Error(Index).
+  virtual StoragePtr qembedding(const QuantDims& q, const Storage& ids, const Layout& ids_l, DType dtype) const = 0;
 };
 
 // Device-level services of a backend: allocation, upload, random numbers.

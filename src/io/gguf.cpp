@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backend/registry.hpp"
 #include "io/mmap.hpp"
 #include "ops/quant_blocks.hpp"
 
@@ -35,7 +36,7 @@ struct TypeInfo {
 // Names and block sizes come from the one ggml type table (ops/quant_blocks.hpp); this list adds
 // only which types a file may hold and how the plain ones load.
 constexpr TypeInfo row(GGMLType t, bool plain, DType dtype) {
-  const quant::GgmlTypeInfo* q = quant::ggml_type_info(uint32_t(t));
+  const quant::GGMLTypeInfo* q = quant::ggml_type_info(uint32_t(t));
   return {t, q->name, q->block_elems, q->block_bytes, plain, dtype};
 }
 
@@ -216,11 +217,6 @@ bool is_signed(GGUFType t) {
 }
 
 }  // namespace
-
-const char* ggml_type_name(GGMLType t) { return info(t).name; }
-size_t ggml_block_size(GGMLType t) { return info(t).block; }
-size_t ggml_type_size(GGMLType t) { return info(t).bytes; }
-bool ggml_is_quantized(GGMLType t) { return info(t).block > 1; }
 
 const char* gguf_type_name(GGUFType t) {
   static const char* const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
@@ -435,9 +431,25 @@ Tensor GGUFFile::load(const std::string& name, Device device) const {
   if (!ti.plain)
     throw Error(ErrorKind::Unsupported, "GGUFFile::load: tensor '" + name + "' in '" + impl_->file->path() + "' is " +
                                             ti.name +
-                                            ", which does not load as a Tensor yet; read its blocks with raw(), or "
-                                            "store it as F32/F16/BF16");
+                                            ", a quantized type; load it with load_quantized() (and dequantize() "
+                                            "it for a float Tensor)");
   return Tensor::from_data(impl_->file->data() + impl_->data_offset + t.offset, t.shape(), ti.dtype, device);
+}
+
+QTensor GGUFFile::load_quantized(const std::string& name, Device device) const {
+  const auto& t = impl_->find(name, "load_quantized");
+  const TypeInfo& ti = info(t.type);
+  if (ti.plain || !ggml_type_supported(t.type))
+    throw Error(ErrorKind::Unsupported, "GGUFFile::load_quantized: tensor '" + name + "' in '" + impl_->file->path() +
+                                            "' is " + ti.name + ", not a quantized block type; " +
+                                            (ti.plain ? "load it with load()" : "supported: " + ggml_supported_types()));
+  const unsigned char* p = impl_->file->data() + impl_->data_offset + t.offset;
+  if (device.is_cpu()) {
+    // Zero copy: the blocks stay in the mapping, which this storage keeps alive.
+    std::shared_ptr<const void> owner(impl_, impl_.get());
+    return QTensor(registry::cpu_borrow(p, t.nbytes, DType::U8, std::move(owner)), t.type, t.shape(), device);
+  }
+  return QTensor::from_bytes(t.type, t.shape(), p, t.nbytes, device);
 }
 
 GGUFValue GGUFValue::of_u8(uint8_t v) {

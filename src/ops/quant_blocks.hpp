@@ -12,52 +12,14 @@
 #include <cstdint>
 
 #include "ops/numeric.hpp"
+#include "wick/quant.hpp"
 
 namespace wick::quant {
 
-// ggml type ids (gguf-py constants.py GGMLQuantizationType); the numbers are the file format.
-enum class GgmlType : uint32_t {
-  F32 = 0,
-  F16 = 1,
-  Q4_0 = 2,
-  Q4_1 = 3,
-  Q5_0 = 6,
-  Q5_1 = 7,
-  Q8_0 = 8,
-  Q8_1 = 9,
-  Q2_K = 10,
-  Q3_K = 11,
-  Q4_K = 12,
-  Q5_K = 13,
-  Q6_K = 14,
-  Q8_K = 15,
-  IQ2_XXS = 16,
-  IQ2_XS = 17,
-  IQ3_XXS = 18,
-  IQ1_S = 19,
-  IQ4_NL = 20,
-  IQ3_S = 21,
-  IQ2_S = 22,
-  IQ4_XS = 23,
-  I8 = 24,
-  I16 = 25,
-  I32 = 26,
-  I64 = 27,
-  F64 = 28,
-  IQ1_M = 29,
-  BF16 = 30,
-  TQ1_0 = 34,
-  TQ2_0 = 35,
-  MXFP4 = 39,
-  NVFP4 = 40,
-  Q1_0 = 41,
-  Q2_0 = 42,
-};
-
 // One row per ggml type: elements per block, bytes per block (GGML_QUANT_SIZES), and whether
 // dequantize_block below decodes it.
-struct GgmlTypeInfo {
-  GgmlType type;
+struct GGMLTypeInfo {
+  GGMLType type;
   const char* name;
   uint32_t block_elems;
   uint32_t block_bytes;
@@ -66,51 +28,51 @@ struct GgmlTypeInfo {
 
 constexpr uint32_t QK_K = 256;  // super-block size of the k-quants and IQ4_XS
 
-inline constexpr GgmlTypeInfo kGgmlTypes[] = {
-    {GgmlType::F32, "F32", 1, 4, false},
-    {GgmlType::F16, "F16", 1, 2, false},
-    {GgmlType::Q4_0, "Q4_0", 32, 2 + 16, true},
-    {GgmlType::Q4_1, "Q4_1", 32, 2 + 2 + 16, true},
-    {GgmlType::Q5_0, "Q5_0", 32, 2 + 4 + 16, true},
-    {GgmlType::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, true},
-    {GgmlType::Q8_0, "Q8_0", 32, 2 + 32, true},
-    {GgmlType::Q8_1, "Q8_1", 32, 2 + 2 + 32, true},
-    {GgmlType::Q2_K, "Q2_K", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4, true},
-    {GgmlType::Q3_K, "Q3_K", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12, true},
-    {GgmlType::Q4_K, "Q4_K", QK_K, 2 + 2 + QK_K / 2 + 12, true},
-    {GgmlType::Q5_K, "Q5_K", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12, true},
-    {GgmlType::Q6_K, "Q6_K", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16, true},
-    {GgmlType::Q8_K, "Q8_K", QK_K, 4 + QK_K + QK_K / 8, true},
-    {GgmlType::IQ2_XXS, "IQ2_XXS", QK_K, 2 + QK_K / 4, false},
-    {GgmlType::IQ2_XS, "IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, false},
-    {GgmlType::IQ3_XXS, "IQ3_XXS", QK_K, 2 + QK_K / 4 + QK_K / 8, false},
-    {GgmlType::IQ1_S, "IQ1_S", QK_K, 2 + QK_K / 8 + QK_K / 16, false},
-    {GgmlType::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
-    {GgmlType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, false},
-    {GgmlType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, false},
-    {GgmlType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, true},
-    {GgmlType::I8, "I8", 1, 1, false},
-    {GgmlType::I16, "I16", 1, 2, false},
-    {GgmlType::I32, "I32", 1, 4, false},
-    {GgmlType::I64, "I64", 1, 8, false},
-    {GgmlType::F64, "F64", 1, 8, false},
-    {GgmlType::IQ1_M, "IQ1_M", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32, false},
-    {GgmlType::BF16, "BF16", 1, 2, false},
-    {GgmlType::TQ1_0, "TQ1_0", QK_K, 2 + 4 * 13, false},
-    {GgmlType::TQ2_0, "TQ2_0", QK_K, 2 + 64, false},
-    {GgmlType::MXFP4, "MXFP4", 32, 1 + 16, true},
-    {GgmlType::NVFP4, "NVFP4", 64, 4 + 32, false},
-    {GgmlType::Q1_0, "Q1_0", 128, 2 + 16, false},
-    {GgmlType::Q2_0, "Q2_0", 64, 2 + 16, false},
+inline constexpr GGMLTypeInfo kGGMLTypes[] = {
+    {GGMLType::F32, "F32", 1, 4, false},
+    {GGMLType::F16, "F16", 1, 2, false},
+    {GGMLType::Q4_0, "Q4_0", 32, 2 + 16, true},
+    {GGMLType::Q4_1, "Q4_1", 32, 2 + 2 + 16, true},
+    {GGMLType::Q5_0, "Q5_0", 32, 2 + 4 + 16, true},
+    {GGMLType::Q5_1, "Q5_1", 32, 2 + 2 + 4 + 16, true},
+    {GGMLType::Q8_0, "Q8_0", 32, 2 + 32, true},
+    {GGMLType::Q8_1, "Q8_1", 32, 2 + 2 + 32, true},
+    {GGMLType::Q2_K, "Q2_K", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4, true},
+    {GGMLType::Q3_K, "Q3_K", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12, true},
+    {GGMLType::Q4_K, "Q4_K", QK_K, 2 + 2 + QK_K / 2 + 12, true},
+    {GGMLType::Q5_K, "Q5_K", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12, true},
+    {GGMLType::Q6_K, "Q6_K", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16, true},
+    {GGMLType::Q8_K, "Q8_K", QK_K, 4 + QK_K + QK_K / 8, true},
+    {GGMLType::IQ2_XXS, "IQ2_XXS", QK_K, 2 + QK_K / 4, false},
+    {GGMLType::IQ2_XS, "IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, false},
+    {GGMLType::IQ3_XXS, "IQ3_XXS", QK_K, 2 + QK_K / 4 + QK_K / 8, false},
+    {GGMLType::IQ1_S, "IQ1_S", QK_K, 2 + QK_K / 8 + QK_K / 16, false},
+    {GGMLType::IQ4_NL, "IQ4_NL", 32, 2 + 16, true},
+    {GGMLType::IQ3_S, "IQ3_S", QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4, false},
+    {GGMLType::IQ2_S, "IQ2_S", QK_K, 2 + QK_K / 4 + QK_K / 16, false},
+    {GGMLType::IQ4_XS, "IQ4_XS", QK_K, 2 + 2 + QK_K / 2 + QK_K / 64, true},
+    {GGMLType::I8, "I8", 1, 1, false},
+    {GGMLType::I16, "I16", 1, 2, false},
+    {GGMLType::I32, "I32", 1, 4, false},
+    {GGMLType::I64, "I64", 1, 8, false},
+    {GGMLType::F64, "F64", 1, 8, false},
+    {GGMLType::IQ1_M, "IQ1_M", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32, false},
+    {GGMLType::BF16, "BF16", 1, 2, false},
+    {GGMLType::TQ1_0, "TQ1_0", QK_K, 2 + 4 * 13, false},
+    {GGMLType::TQ2_0, "TQ2_0", QK_K, 2 + 64, false},
+    {GGMLType::MXFP4, "MXFP4", 32, 1 + 16, true},
+    {GGMLType::NVFP4, "NVFP4", 64, 4 + 32, false},
+    {GGMLType::Q1_0, "Q1_0", 128, 2 + 16, false},
+    {GGMLType::Q2_0, "Q2_0", 64, 2 + 16, false},
 };
 
 // The row of a type id, or nullptr for an id ggml does not define (a corrupt or newer file).
-constexpr const GgmlTypeInfo* ggml_type_info(uint32_t id) {
-  for (const auto& t : kGgmlTypes)
+constexpr const GGMLTypeInfo* ggml_type_info(uint32_t id) {
+  for (const auto& t : kGGMLTypes)
     if (static_cast<uint32_t>(t.type) == id) return &t;
   return nullptr;
 }
-constexpr const GgmlTypeInfo* ggml_type_info(GgmlType t) { return ggml_type_info(static_cast<uint32_t>(t)); }
+constexpr const GGMLTypeInfo* ggml_type_info(GGMLType t) { return ggml_type_info(static_cast<uint32_t>(t)); }
 
 namespace detail {
 
@@ -155,10 +117,10 @@ WICK_HD float e8m0_half(uint32_t e) { return wick::detail::bits_f32(e < 2 ? (0x0
 
 // Dequantizes one block of `t` at `b` (block_bytes of the table) into block_elems floats at
 // `out`. Returns false for a type it does not decode (the table's dequant column).
-WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
+WICK_HD bool dequantize_block(GGMLType t, const uint8_t* b, float* out) {
   using namespace detail;
   switch (t) {
-    case GgmlType::Q4_0: {  // f16 d, 16 bytes of nibbles: d * (q - 8)
+    case GGMLType::Q4_0: {  // f16 d, 16 bytes of nibbles: d * (q - 8)
       float d = ld_f16(b);
       for (uint32_t j = 0; j < 16; ++j) {
         out[j] = mul_rn(d, float(int(b[2 + j] & 15u) - 8));
@@ -166,7 +128,7 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::Q4_1: {  // f16 d, f16 m, nibbles: d * q + m
+    case GGMLType::Q4_1: {  // f16 d, f16 m, nibbles: d * q + m
       float d = ld_f16(b), m = ld_f16(b + 2);
       for (uint32_t j = 0; j < 16; ++j) {
         out[j] = add_rn(mul_rn(d, float(b[4 + j] & 15u)), m);
@@ -174,29 +136,29 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::Q5_0: {  // f16 d, u32 of 5th bits, nibbles: d * (q - 16)
+    case GGMLType::Q5_0: {  // f16 d, u32 of 5th bits, nibbles: d * (q - 16)
       float d = ld_f16(b);
       uint32_t qh = ld_u32(b + 2);
       for (uint32_t j = 0; j < 32; ++j) out[j] = mul_rn(d, float(int(nib32(b + 6, j) | (((qh >> j) & 1u) << 4)) - 16));
       return true;
     }
-    case GgmlType::Q5_1: {  // f16 d, f16 m, u32 of 5th bits, nibbles: d * q + m
+    case GGMLType::Q5_1: {  // f16 d, f16 m, u32 of 5th bits, nibbles: d * q + m
       float d = ld_f16(b), m = ld_f16(b + 2);
       uint32_t qh = ld_u32(b + 4);
       for (uint32_t j = 0; j < 32; ++j) out[j] = add_rn(mul_rn(d, float(nib32(b + 8, j) | (((qh >> j) & 1u) << 4))), m);
       return true;
     }
-    case GgmlType::Q8_0: {  // f16 d, 32 int8: q * d
+    case GGMLType::Q8_0: {  // f16 d, 32 int8: q * d
       float d = ld_f16(b);
       for (uint32_t j = 0; j < 32; ++j) out[j] = mul_rn(float(int8_t(b[2 + j])), d);
       return true;
     }
-    case GgmlType::Q8_1: {  // f16 d, f16 s (= d * sum q, for dot products only), 32 int8: q * d
+    case GGMLType::Q8_1: {  // f16 d, f16 s (= d * sum q, for dot products only), 32 int8: q * d
       float d = ld_f16(b);
       for (uint32_t j = 0; j < 32; ++j) out[j] = mul_rn(float(int8_t(b[4 + j])), d);
       return true;
     }
-    case GgmlType::Q2_K: {  // 16 scale bytes (lo: scale, hi: min), 64 bytes of 2-bit q, f16 d, f16 dmin
+    case GGMLType::Q2_K: {  // 16 scale bytes (lo: scale, hi: min), 64 bytes of 2-bit q, f16 d, f16 dmin
       const uint8_t *sc = b, *qs = b + 16;
       float d = ld_f16(b + 80), dmin = ld_f16(b + 82);
       for (uint32_t g = 0; g < 16; ++g) {
@@ -208,7 +170,7 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::Q3_K: {  // 32 hmask bytes, 64 bytes of 2-bit q, 12 bytes of 6-bit scales, f16 d
+    case GGMLType::Q3_K: {  // 32 hmask bytes, 64 bytes of 2-bit q, 12 bytes of 6-bit scales, f16 d
       const uint8_t *hm = b, *qs = b + 32, *sc = b + 96;
       float d = ld_f16(b + 108);
       for (uint32_t g = 0; g < 16; ++g) {
@@ -224,9 +186,9 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::Q4_K:
-    case GgmlType::Q5_K: {  // f16 d, f16 dmin, 12 scale bytes, [Q5_K: 32 bytes of 5th bits], nibbles
-      bool five = t == GgmlType::Q5_K;
+    case GGMLType::Q4_K:
+    case GGMLType::Q5_K: {  // f16 d, f16 dmin, 12 scale bytes, [Q5_K: 32 bytes of 5th bits], nibbles
+      bool five = t == GGMLType::Q5_K;
       float d = ld_f16(b), dmin = ld_f16(b + 2);
       const uint8_t *sc = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
       for (uint32_t g = 0; g < 8; ++g) {
@@ -241,7 +203,7 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::Q6_K: {  // 128 bytes low nibbles, 64 bytes of 2-bit highs, 16 int8 scales, f16 d
+    case GGMLType::Q6_K: {  // 128 bytes low nibbles, 64 bytes of 2-bit highs, 16 int8 scales, f16 d
       const uint8_t *ql = b, *qh = b + 128, *sc = b + 192;
       float d = ld_f16(b + 208);
       float dl[16];
@@ -262,12 +224,12 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::Q8_K: {  // f32 d, 256 int8, 16 int16 block sums (for dot products only)
+    case GGMLType::Q8_K: {  // f32 d, 256 int8, 16 int16 block sums (for dot products only)
       float d = ld_f32(b);
       for (uint32_t j = 0; j < QK_K; ++j) out[j] = mul_rn(d, float(int8_t(b[4 + j])));
       return true;
     }
-    case GgmlType::IQ4_NL: {  // f16 d, nibbles indexing the 16 levels
+    case GGMLType::IQ4_NL: {  // f16 d, nibbles indexing the 16 levels
       float d = ld_f16(b);
       for (uint32_t j = 0; j < 16; ++j) {
         out[j] = mul_rn(d, iq4nl_value(b[2 + j] & 15u));
@@ -275,7 +237,7 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::IQ4_XS: {  // f16 d, u16 scale high bits, 4 bytes scale low nibbles, 128 bytes nibbles
+    case GGMLType::IQ4_XS: {  // f16 d, u16 scale high bits, 4 bytes scale low nibbles, 128 bytes nibbles
       float d = ld_f16(b);
       uint32_t sh = uint32_t(b[2]) | (uint32_t(b[3]) << 8);
       const uint8_t *sl = b + 4, *qs = b + 8;
@@ -289,7 +251,7 @@ WICK_HD bool dequantize_block(GgmlType t, const uint8_t* b, float* out) {
       }
       return true;
     }
-    case GgmlType::MXFP4: {  // e8m0 scale byte, nibbles of e2m1
+    case GGMLType::MXFP4: {  // e8m0 scale byte, nibbles of e2m1
       float d = e8m0_half(b[0]);
       for (uint32_t j = 0; j < 16; ++j) {
         out[j] = mul_rn(d, mxfp4_value(b[1 + j] & 15u));

@@ -10,6 +10,9 @@ namespace wick::cpu {
 class CpuStorage final : public Storage {
  public:
   CpuStorage(size_t numel, DType dtype);  // uninitialised; Error(OutOfMemory) on failure
+  // Borrows read-only memory that `owner` keeps alive (a GGUF mapping): no copy. Only QTensor
+  // blocks are made this way, and no op writes to them.
+  CpuStorage(const void* borrowed, size_t numel, DType dtype, std::shared_ptr<const void> owner);
   ~CpuStorage() override;
 
   DType dtype() const override { return dtype_; }
@@ -80,7 +83,14 @@ class CpuStorage final : public Storage {
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
                        const AttentionDims& a) const override;
 
+  // quant.cpp (dequantize, qembedding), quantize.cpp (quantize), qmatmul.cpp (qmatmul)
+  StoragePtr dequantize(const QuantDims& q, DType dtype) const override;
+  StoragePtr quantize(const Layout& l, const QuantDims& q) const override;
+  StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const override;
+  StoragePtr qembedding(const QuantDims& q, const Storage& ids, const Layout& ids_l, DType dtype) const override;
+
  private:
+  std::shared_ptr<const void> owner_;  // set for borrowed memory, which is not ours to free
   void* data_ = nullptr;
   size_t numel_ = 0;
   DType dtype_;

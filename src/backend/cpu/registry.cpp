@@ -6,5 +6,8 @@
 namespace wick::registry {
 
 Backend& cpu_backend() { return cpu::cpu_backend(); }
+StoragePtr cpu_borrow(const void* data, size_t numel, DType dtype, std::shared_ptr<const void> owner) {
+  return std::make_shared<cpu::CpuStorage>(data, numel, dtype, std::move(owner));
+}
 
 }  // namespace wick::registry

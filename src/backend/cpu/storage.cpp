@@ -72,7 +72,12 @@ CpuStorage::CpuStorage(size_t numel, DType dtype) : numel_(numel), dtype_(dtype)
   }
 }
 
-CpuStorage::~CpuStorage() { give_block(data_, block_size(numel_ * dtype_size(dtype_))); }
+CpuStorage::CpuStorage(const void* borrowed, size_t numel, DType dtype, std::shared_ptr<const void> owner)
+    : owner_(std::move(owner)), data_(const_cast<void*>(borrowed)), numel_(numel), dtype_(dtype) {}
+
+CpuStorage::~CpuStorage() {
+  if (!owner_) give_block(data_, block_size(numel_ * dtype_size(dtype_)));
+}
 
 void CpuStorage::copy_to_host(void* dst) const { std::memcpy(dst, data_, numel_ * dtype_size(dtype_)); }
 
