@@ -1,17 +1,19 @@
 #pragma once
-// Block encoders (f32 -> GGUF block bytes) for host and device. The activation types Q8_0, Q8_1
-// and Q8_K live here because the quantized matmuls encode their right-hand side with them on
-// both backends; the weight types' searches are host-only (backend/cpu/quantize.cpp).
+// Block encoders (f32 -> GGUF block bytes) for host and device: the legacy weight types Q4_0,
+// Q4_1, Q5_0, Q5_1 and the activation types Q8_0, Q8_1, Q8_K (the quantized matmuls encode their
+// right-hand side with these on both backends). The k-quant, IQ4 and MXFP4 searches are host-only
+// (backend/cpu/quantize.cpp).
 //
 // Each encoder gives the bytes llama.cpp's reference quantizer (ggml-quants.c
-// quantize_row_*_ref, compiled without FMA contraction) writes; Q8_0 is also gguf-py's
-// Q8_0.quantize_blocks byte for byte. Facts from those sources; the code is ours. Every product
-// and sum that feeds a rounding decision goes through mul_rn/add_rn so nvcc cannot fuse it.
+// quantize_row_*_ref, compiled without FMA contraction) writes; the legacy types and Q8_0 are also
+// gguf-py's quantize_blocks byte for byte on finite input. Facts from those sources; the code is
+// ours. Every product and sum that feeds a rounding decision goes through mul_rn/add_rn/sub_rn
+// so nvcc cannot fuse it.
 //
-// NaN/Inf: the maxima use llama.cpp's comparisons verbatim (`a > b ? a : b`), so a NaN is
-// skipped by the amax of Q8_K and only survives Q8_0/Q8_1's MAX when it is the block's last
-// element; an element that scales to NaN stores q = 0 (what x86's conversion of the default
-// NaN gives in llama.cpp), the same on every device.
+// NaN/Inf follow llama.cpp on x86: the maxima use its comparisons verbatim (`a > b ? a : b`,
+// `amax < |v|`), so a NaN is skipped except by Q8_0/Q8_1's MAX when it is the block's last
+// element; an element that scales to NaN or out of int range stores the low byte of x86's
+// INT32_MIN (trunc_i32 below), the same on every device.
 #include <math.h>
 
 #include <cstdint>
@@ -44,11 +46,108 @@ WICK_HD int nearest_int(float x) {
   return int(i & 0x007fffffu) - 0x00400000;
 }
 
-// C's roundf (half away from zero) as an int: the quantized values stay within int8's range,
-// so only NaN needs a rule.
-WICK_HD int round_to_int(float x) { return x == x ? int(::roundf(x)) : 0; }
+// C's float -> int conversion as x86's cvttss2si performs it (what ggml's `(int8_t)f`,
+// `(uint8_t)f` and `roundf` stores compile to): truncation, and INT32_MIN for NaN or a value
+// out of int32's range (whose low byte, 0, is what then lands in an int8).
+WICK_HD int trunc_i32(float x) { return (x >= -2147483648.0f && x < 2147483648.0f) ? int(x) : -2147483647 - 1; }
+
+// C's roundf (half away from zero) then ggml's conversion to an integer.
+WICK_HD int round_to_int(float x) { return trunc_i32(::roundf(x)); }
+
+// ggml's q = MIN(qmax, (int8_t)(v)) of the legacy quantizers, as the byte it stores.
+WICK_HD uint8_t legacy_q(float v, int qmax) {
+  int q = int8_t(trunc_i32(v));
+  return uint8_t(q < qmax ? q : qmax);
+}
 
 }  // namespace detail
+
+// ---- the legacy weight types (quantize_row_q4_0_ref ... q5_1_ref; gguf-py's quantizers give the
+// same bytes for finite input).
+
+// Q4_0: d = max / -8 with max the signed value of largest magnitude (the first on ties),
+// q = MIN(15, trunc(x / d + 8.5)); low nibbles hold elements 0-15, high nibbles 16-31.
+WICK_HD void quantize_block_q4_0(const float* x, uint8_t* out) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    if (amax < ::fabsf(x[j])) {
+      amax = ::fabsf(x[j]);
+      max = x[j];
+    }
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;  // a NaN d is "true" in ggml's `d ? 1/d : 0` too
+  detail::st_f16(out, d);
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q0 = detail::legacy_q(add_rn(mul_rn(x[j], id), 8.5f), 15);
+    uint8_t q1 = detail::legacy_q(add_rn(mul_rn(x[j + 16], id), 8.5f), 15);
+    out[2 + j] = uint8_t(q0 | (q1 << 4));
+  }
+}
+
+// Q4_1: d = (max - min) / 15, m = min, q = MIN(15, trunc((x - min) / d + 0.5)).
+WICK_HD void quantize_block_q4_1(const float* x, uint8_t* out) {
+  float min = 3.402823466e38f, max = -3.402823466e38f;
+  for (int j = 0; j < 32; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+  const float d = sub_rn(max, min) / 15.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  detail::st_f16(out, d);
+  detail::st_f16(out + 2, min);
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q0 = detail::legacy_q(add_rn(mul_rn(sub_rn(x[j], min), id), 0.5f), 15);
+    uint8_t q1 = detail::legacy_q(add_rn(mul_rn(sub_rn(x[j + 16], min), id), 0.5f), 15);
+    out[4 + j] = uint8_t(q0 | (q1 << 4));
+  }
+}
+
+// Q5_0: d = max / -16, q = MIN(31, trunc(x / d + 16.5)); the 5th bits go to a u32 (bit j for
+// element j), the low nibbles as Q4_0's.
+WICK_HD void quantize_block_q5_0(const float* x, uint8_t* out) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j)
+    if (amax < ::fabsf(x[j])) {
+      amax = ::fabsf(x[j]);
+      max = x[j];
+    }
+  const float d = max / -16.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  detail::st_f16(out, d);
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q0 = detail::legacy_q(add_rn(mul_rn(x[j], id), 16.5f), 31);
+    uint8_t q1 = detail::legacy_q(add_rn(mul_rn(x[j + 16], id), 16.5f), 31);
+    out[6 + j] = uint8_t((q0 & 15u) | ((q1 & 15u) << 4));
+    qh |= uint32_t((q0 & 0x10u) >> 4) << j;
+    qh |= uint32_t((q1 & 0x10u) >> 4) << (j + 16);
+  }
+  detail::st_u32(out + 2, qh);
+}
+
+// Q5_1: d = (max - min) / 31, m = min, q = trunc((x - min) / d + 0.5) (ggml does not clip it).
+WICK_HD void quantize_block_q5_1(const float* x, uint8_t* out) {
+  float min = 3.402823466e38f, max = -3.402823466e38f;
+  for (int j = 0; j < 32; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+  const float d = sub_rn(max, min) / 31.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  detail::st_f16(out, d);
+  detail::st_f16(out + 2, min);
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    uint8_t q0 = uint8_t(detail::trunc_i32(add_rn(mul_rn(sub_rn(x[j], min), id), 0.5f)));
+    uint8_t q1 = uint8_t(detail::trunc_i32(add_rn(mul_rn(sub_rn(x[j + 16], min), id), 0.5f)));
+    out[8 + j] = uint8_t((q0 & 15u) | ((q1 & 15u) << 4));
+    qh |= uint32_t((q0 & 0x10u) >> 4) << j;
+    qh |= uint32_t((q1 & 0x10u) >> 4) << (j + 16);
+  }
+  detail::st_u32(out + 4, qh);
+}
+
+// ---- the activation types
 
 // Q8_0: 32 floats -> f16 d = amax / 127, 32 int8 q = roundf(x / d) (34 bytes).
 WICK_HD void quantize_block_q8_0(const float* x, uint8_t* out) {
