@@ -1,47 +1,246 @@
-// CPU quantized matmul y = x @ W^T. Reference path: each weight row dequantized once to f32, dot
-// products in f32 (double accumulation is not needed: the bound is the activation's, see tests).
+// CPU quantized matmul y = x @ W^T (W: n rows of k elements in a ggml block type).
+//
+// Up to 8 rows of x (decode): the rows are quantized once to the type's activation format
+// (llama.cpp's Q8_0 / Q8_K, ops/quant_encode.hpp) and every weight row is dotted with all of them
+// in integer arithmetic by the kernel level the CPU supports (qdot.hpp), weight rows split over
+// the thread pool. Each weight block is read from memory once, which is what bounds a decode step.
+// More rows (prefill): panels of W dequantized to f32 and multiplied by OpenBLAS sgemm, which
+// beat the integer kernels in groups of 8 rows from m = 16 up on the 2-core machine (bench/README).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_storage.hpp"
-#include "backend/cpu/quant.hpp"
+#include "backend/cpu/qdot.hpp"
 #include "backend/cpu/thread_pool.hpp"
 #include "ops/dtype_dispatch.hpp"
+#include "ops/quant_blocks.hpp"
+#include "ops/quant_encode.hpp"
 
 namespace wick::cpu {
+namespace {
 
-StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const {
-  const size_t m = x_l.shape[0], n = q.rows, k = q.cols;
-  const size_t row_bytes = numel() / n;
-  // x to f32 rows once.
-  std::vector<float> xf(m * k);
+constexpr size_t kMaxMatvecRows = 8;  // rows one kernel call takes (qdot::RowDot)
+
+// Which path takes m > 8 rows: dequantize + sgemm unless WICK_QMATMUL_PATH=int (for measuring).
+bool int_path_for_many_rows() {
+  static const bool v = [] {
+    const char* e = std::getenv("WICK_QMATMUL_PATH");
+    return e && std::string(e) == "int";
+  }();
+  return v;
+}
+
+// Row i of x (unit last stride) as k floats in dst.
+void row_to_f32(const Storage& x, const Layout& l, size_t i, size_t k, float* dst) {
   dispatch_float(x.dtype(), "qmatmul", [&](auto tag) {
     using T = decltype(tag);
-    const T* xp = as_cpu(x).ptr<T>();
-    for (size_t i = 0; i < m; ++i)
-      for (size_t j = 0; j < k; ++j) xf[i * k + j] = cast<float>(xp[x_l.offset + i * size_t(x_l.strides[0]) + j]);
+    const T* p = as_cpu(x).ptr<T>() + l.offset + i * size_t(l.strides[0]);
+    for (size_t j = 0; j < k; ++j) dst[j] = cast<float>(p[j]);
   });
-  std::vector<float> yf(m * n);
+}
+
+constexpr size_t kChunk = 2048;  // activation elements quantized per chunk (a multiple of 256)
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// The quantized activation rows: one buffer, per row the int8 values (64-byte aligned), the block
+// scales and the integer sums (see qdot::XRow).
+struct Activations {
+  std::vector<uint8_t> buf;
+  std::vector<qdot::XRow> rows;
+};
+
+void quantize_activations(const Storage& x, const Layout& l, size_t m, size_t k, GGMLType act, Activations& a) {
+  const bool qk = act == GGMLType::Q8_K;
+  const size_t be = qk ? 256 : 32, nb = k / be;
+  const size_t q_bytes = round_up(k, 64), d_bytes = round_up(nb * 4, 64);
+  const size_t s_bytes = round_up(qk ? (k / 16) * 2 : nb * 4, 64);
+  const size_t row_bytes = q_bytes + d_bytes + s_bytes;
+  a.buf.resize(m * row_bytes + 64);
+  uint8_t* base = a.buf.data() + (64 - reinterpret_cast<uintptr_t>(a.buf.data()) % 64) % 64;
+  a.rows.resize(m);
+  for (size_t i = 0; i < m; ++i) {
+    uint8_t* r = base + i * row_bytes;
+    a.rows[i] = {reinterpret_cast<int8_t*>(r), reinterpret_cast<float*>(r + q_bytes),
+                 reinterpret_cast<int32_t*>(r + q_bytes + d_bytes), reinterpret_cast<int16_t*>(r + q_bytes + d_bytes)};
+  }
+  // Chunks of up to kChunk elements of one row: f32 x through a stack buffer, each block encoded
+  // by the shared encoder (the bytes llama.cpp writes), then unpacked into the row's arrays.
+  const size_t per_row = (k + kChunk - 1) / kChunk;
   struct Ctx {
-    const QuantDims* q;
+    const Storage* x;
+    const Layout* l;
+    size_t k, per_row;
+    bool qk;
+    const qdot::XRow* rows;
+  } ctx{&x, &l, k, per_row, qk, a.rows.data()};
+  parallel_chunks(
+      m * per_row,
+      [](void* p, size_t c) {
+        const Ctx& cx = *static_cast<const Ctx*>(p);
+        const size_t i = c / cx.per_row, j0 = (c % cx.per_row) * kChunk;
+        const size_t len = std::min(kChunk, cx.k - j0);
+        float xf[kChunk];
+        // Only this chunk's part of the row is converted.
+        dispatch_float(cx.x->dtype(), "qmatmul", [&](auto tag) {
+          using T = decltype(tag);
+          const T* xp = as_cpu(*cx.x).ptr<T>() + cx.l->offset + i * size_t(cx.l->strides[0]) + j0;
+          for (size_t j = 0; j < len; ++j) xf[j] = cast<float>(xp[j]);
+        });
+        const qdot::XRow& r = cx.rows[i];
+        auto* q = const_cast<int8_t*>(r.q) + j0;
+        auto* d = const_cast<float*>(r.d);
+        uint8_t blk[292];
+        if (cx.qk) {
+          auto* bs = const_cast<int16_t*>(r.bs);
+          for (size_t b = 0; b < len / 256; ++b) {
+            quant::quantize_block_q8_K(xf + b * 256, blk);
+            const size_t ib = j0 / 256 + b;
+            d[ib] = quant::detail::ld_f32(blk);
+            std::memcpy(q + b * 256, blk + 4, 256);
+            std::memcpy(bs + ib * 16, blk + 260, 32);  // little-endian int16, as the file
+          }
+        } else {
+          auto* s = const_cast<int32_t*>(r.s);
+          for (size_t b = 0; b < len / 32; ++b) {
+            quant::quantize_block_q8_0(xf + b * 32, blk);
+            const size_t ib = j0 / 32 + b;
+            d[ib] = quant::detail::ld_f16(blk);
+            std::memcpy(q + b * 32, blk + 2, 32);
+            int32_t sum = 0;
+            for (int t = 0; t < 32; ++t) sum += int8_t(blk[2 + t]);
+            s[ib] = sum;
+          }
+        }
+      },
+      &ctx);
+}
+
+// y[i * n + j] = v in the output dtype.
+inline void store(DType dt, void* y, size_t idx, float v) {
+  switch (dt) {
+    case DType::F16:
+      static_cast<f16*>(y)[idx] = cast<f16>(v);
+      break;
+    case DType::BF16:
+      static_cast<bf16*>(y)[idx] = cast<bf16>(v);
+      break;
+    default:
+      static_cast<float*>(y)[idx] = v;
+  }
+}
+
+void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activations& a, size_t m, DType dt, void* y) {
+  struct Ctx {
+    qdot::RowDot kern;
     const uint8_t* w;
-    size_t row_bytes, m, n, k;
-    const float* x;
-    float* y;
-  } ctx{&q, static_cast<const uint8_t*>(data()), row_bytes, m, n, k, xf.data(), yf.data()};
-  parallel_chunks(n,
-                  [](void* p, size_t r) {
-                    const Ctx& c = *static_cast<const Ctx*>(p);
-                    std::vector<float> wr(c.k);
-                    dequantize_to_f32(c.q->type, c.w + r * c.row_bytes, c.row_bytes, wr.data(), c.k);
-                    for (size_t i = 0; i < c.m; ++i) {
-                      const float* xr = c.x + i * c.k;
-                      float acc = 0;
-                      for (size_t j = 0; j < c.k; ++j) acc += xr[j] * wr[j];
-                      c.y[i * c.n + r] = acc;
+    size_t row_bytes, nb, n, m, rows_per_chunk;
+    const qdot::XRow* x;
+    DType dt;
+    void* y;
+  } ctx{qdot::kernel(q.type, qdot::active_isa()), w, row_bytes, q.cols / quant::ggml_type_info(q.type)->block_elems,
+        q.rows, m,
+        // ~32 KiB of weights per chunk: enough work to amortise a claim, many chunks to balance.
+        std::max<size_t>(1, 32768 / std::max<size_t>(1, row_bytes)), a.rows.data(), dt, y};
+  parallel_chunks((q.rows + ctx.rows_per_chunk - 1) / ctx.rows_per_chunk,
+                  [](void* p, size_t c) {
+                    const Ctx& cx = *static_cast<const Ctx*>(p);
+                    const size_t r0 = c * cx.rows_per_chunk, r1 = std::min(cx.n, r0 + cx.rows_per_chunk);
+                    float out[kMaxMatvecRows];
+                    for (size_t r = r0; r < r1; ++r) {
+                      const uint8_t* wr = cx.w + r * cx.row_bytes;
+                      for (size_t i0 = 0; i0 < cx.m; i0 += kMaxMatvecRows) {
+                        const int mm = int(std::min(kMaxMatvecRows, cx.m - i0));
+                        cx.kern(wr, cx.nb, cx.x + i0, mm, out);
+                        for (int i = 0; i < mm; ++i) store(cx.dt, cx.y, (i0 + i) * cx.n + r, out[i]);
+                      }
                     }
                   },
                   &ctx);
+}
+
+// OpenBLAS single-threaded inside the pool's chunks (as matmul.cpp, which says why).
+void blas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+// Prefill: y (m, n) f32 = x (m, k) f32 @ W^T, W dequantized one panel of rows at a time into a
+// per-thread buffer (it stays allocated across calls) and multiplied by sgemm.
+void dequant_gemm(const QuantDims& q, const uint8_t* w, size_t row_bytes, const float* x, size_t ldx, size_t m,
+                  float* y) {
+  blas_single_threaded();
+  const quant::GGMLTypeInfo& ti = *quant::ggml_type_info(q.type);
+  // Panels of ~2 MiB of f32 weights, at least 32 and a multiple of 32 rows: large enough that
+  // packing x again for every panel costs little next to the panel's flops.
+  const size_t k = q.cols;
+  const size_t panel = std::max<size_t>(32, round_up(std::max<size_t>(1, (size_t(1) << 19) / k), 32));
+  struct Ctx {
+    const quant::GGMLTypeInfo* ti;
+    const uint8_t* w;
+    size_t row_bytes, k, n, m, panel, ldx;
+    const float* x;
+    float* y;
+  } ctx{&ti, w, row_bytes, k, q.rows, m, panel, ldx, x, y};
+  parallel_chunks((q.rows + panel - 1) / panel,
+                  [](void* p, size_t c) {
+                    const Ctx& cx = *static_cast<const Ctx*>(p);
+                    const size_t r0 = c * cx.panel, nr = std::min(cx.n - r0, cx.panel);
+                    thread_local std::vector<float> wf;
+                    if (wf.size() < nr * cx.k) wf.resize(nr * cx.k);
+                    const size_t nb = cx.k / cx.ti->block_elems;
+                    for (size_t r = 0; r < nr; ++r)
+                      for (size_t b = 0; b < nb; ++b)
+                        quant::dequantize_block(cx.ti->type, cx.w + (r0 + r) * cx.row_bytes + b * cx.ti->block_bytes,
+                                                wf.data() + r * cx.k + b * cx.ti->block_elems);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(cx.m), int(nr), int(cx.k), 1.0f, cx.x,
+                                int(cx.ldx), wf.data(), int(cx.k), 0.0f, cx.y + r0, int(cx.n));
+                  },
+                  &ctx);
+}
+
+}  // namespace
+
+StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const {
+  const size_t m = x_l.shape[0], n = q.rows, k = q.cols;
+  const size_t row_bytes = n ? numel() / n : 0;
+  const auto* w = static_cast<const uint8_t*>(data());
   auto out = new_storage(m * n, x.dtype());
+  if (m == 0 || n == 0) return out;
+  if (k == 0) {  // empty sums (zero bits are 0 in f32, f16 and bf16)
+    std::memset(out->data(), 0, m * n * dtype_size(x.dtype()));
+    return out;
+  }
+  if (m <= kMaxMatvecRows || int_path_for_many_rows()) {
+    Activations a;
+    quantize_activations(x, x_l, m, k, qdot::act_type(q.type), a);
+    matvec(q, w, row_bytes, a, m, x.dtype(), out->data());
+    return out;
+  }
+  // f32 x with a unit last stride is used in place; others are widened once.
+  std::vector<float> xf;
+  const float* xp;
+  size_t ldx = k;
+  if (x.dtype() == DType::F32 && x_l.strides[0] >= int64_t(k)) {
+    xp = as_cpu(x).ptr<float>() + x_l.offset;
+    ldx = size_t(x_l.strides[0]);
+  } else {  // half x, or rows closer than k apart (a broadcast): sgemm needs lda >= k
+    xf.resize(m * k);
+    for (size_t i = 0; i < m; ++i) row_to_f32(x, x_l, i, k, xf.data() + i * k);
+    xp = xf.data();
+  }
+  if (x.dtype() == DType::F32) {
+    dequant_gemm(q, w, row_bytes, xp, ldx, m, out->ptr<float>());
+    return out;
+  }
+  std::vector<float> yf(m * n);
+  dequant_gemm(q, w, row_bytes, xp, ldx, m, yf.data());
   dispatch_float(x.dtype(), "qmatmul", [&](auto tag) {
     using T = decltype(tag);
     T* o = out->ptr<T>();
