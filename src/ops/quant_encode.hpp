@@ -13,7 +13,8 @@
 // NaN/Inf follow llama.cpp on x86: the maxima use its comparisons verbatim (`a > b ? a : b`,
 // `amax < |v|`), so a NaN is skipped except by Q8_0/Q8_1's MAX when it is the block's last
 // element; an element that scales to NaN or out of int range stores the low byte of x86's
-// INT32_MIN (trunc_i32 below), the same on every device.
+// INT32_MIN (trunc_i32 below), the same on every device; f16 scales that are NaN are stored as
+// ggml stores them (st_f16). NaN payloads are followed on the host only (nearest_int).
 #include <math.h>
 
 #include <cstdint>
@@ -29,7 +30,12 @@ WICK_HD void st_u16(uint8_t* p, uint32_t v) {
   p[0] = uint8_t(v);
   p[1] = uint8_t(v >> 8);
 }
-WICK_HD void st_f16(uint8_t* p, float f) { st_u16(p, from_f32<f16>(f).bits); }
+// ggml's GGML_FP32_TO_FP16 (the portable one ggml-base uses): round to nearest even, a NaN
+// becomes sign | 0x7E00 (its payload dropped, where from_f32 keeps it).
+WICK_HD void st_f16(uint8_t* p, float f) {
+  const uint32_t b = wick::detail::f32_bits(f);
+  st_u16(p, (b & 0x7fffffffu) > 0x7f800000u ? ((b >> 16) & 0x8000u) | 0x7e00u : from_f32<f16>(f).bits);
+}
 WICK_HD void st_u32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
@@ -39,9 +45,14 @@ WICK_HD void st_f32(uint8_t* p, float f) { st_u32(p, wick::detail::f32_bits(f));
 WICK_HD float ggml_max(float a, float b) { return a > b ? a : b; }
 
 // llama.cpp's nearest_int: adding 1.5 * 2^23 leaves round-half-to-even(x) in the low mantissa
-// bits (exact for |x| < 2^22, which every caller guarantees). NaN gives 0, see above.
+// bits (exact for |x| < 2^22, which every caller guarantees). A NaN gives its payload's low 22
+// bits on the host, as in ggml (the add keeps the payload and sets the quiet bit): 0 for the
+// default NaN. A GPU's arithmetic returns one canonical NaN instead, so the device gives 0, the
+// host's answer for the NaNs that arithmetic makes.
 WICK_HD int nearest_int(float x) {
+#if WICK_DEVICE_COMPILE
   if (!(x == x)) return 0;
+#endif
   uint32_t i = wick::detail::f32_bits(add_rn(x, 12582912.f));
   return int(i & 0x007fffffu) - 0x00400000;
 }
