@@ -45,7 +45,13 @@ QuantDims quant_dims(GGMLType t, const Shape& shape, const char* op) {
                                       shape_str(shape) + "); pad the rows to a multiple of " + S(i.block_elems) +
                                       " or pick a type with smaller blocks (Q8_0, Q4_0: 32)");
   const size_t n = checked_numel(shape, op);
-  return {t, cols ? n / cols : 0, cols};
+  // Rows are the leading dims' product even when a row is empty (cols 0): a (3, 0) table still
+  // has 3 rows for embedding's range check (found by the GGUF fuzzer).
+  size_t rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d)
+    if (__builtin_mul_overflow(rows, shape[d], &rows))
+      throw Error(ErrorKind::Shape, std::string(op) + ": the row count of " + shape_str(shape) + " overflows");
+  return {t, cols ? n / cols : rows, cols};
 }
 
 size_t quant_bytes(const QuantDims& q, const char* op) {
