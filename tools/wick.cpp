@@ -1,4 +1,4 @@
-// The `wick` command: info, check (op parity harness), bench, ops.
+// The `wick` command: info (devices, or a GGUF/safetensors file), quantize, check (op parity harness), bench, ops.
 // One CLI11 parser for every subcommand. A command is one add_* function: it declares its
 // subcommand, help text and typed options, and returns the body main() runs after a clean parse.
 // Exit codes: 0 success; 1 a check failed or the library raised wick::Error; 2 a command line
@@ -6,8 +6,10 @@
 #include "wick/wick.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -18,6 +20,7 @@
 
 #include "check/bench.hpp"
 #include "check/check.hpp"
+#include "check/file_tools.hpp"
 #include "check/filters.hpp"
 #include "check/ops_doc.hpp"
 
@@ -69,28 +72,129 @@ std::vector<std::string> dtype_names() {
 
 // ---- info
 
+void print_devices() {
+  std::printf("wick %s\n", WICK_VERSION);
+  std::printf("backends built:");
+  for (const auto& b : built_backends()) std::printf(" %s", b.c_str());
+  std::printf("\ndevices:");
+  for (const auto& d : available_devices()) std::printf(" %s", d.name().c_str());
+  std::printf("\nopenmp threads: %d\n", omp_get_max_threads());
+  for (const auto& d : available_devices()) {
+    if (d.is_cpu()) continue;
+    DeviceInfo i = device_info(d);
+    MemoryStats m = memory_stats(d);
+    std::printf("%s: %s, %s, %.1f GiB, warp size %d, %d compute units; wick holds %zu bytes, caches %zu\n",
+                d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30),
+                i.warp_size, i.compute_units, m.in_use, m.cached);
+  }
+  for (const auto& b : built_backends()) {
+    if (b == "cpu") continue;
+    std::string why = gpu_unavailable_reason();
+    if (!why.empty()) std::printf("%s: no usable device: %s\n", b.c_str(), why.c_str());
+  }
+}
+
+struct InfoArgs {
+  std::string file;
+  size_t items = 8;
+};
+
 Command add_info(CLI::App& root) {
-  CLI::App* cmd = root.add_subcommand("info", "version, backends built, devices, OpenMP threads");
-  return {cmd, [] {
-            std::printf("wick %s\n", WICK_VERSION);
-            std::printf("backends built:");
-            for (const auto& b : built_backends()) std::printf(" %s", b.c_str());
-            std::printf("\ndevices:");
-            for (const auto& d : available_devices()) std::printf(" %s", d.name().c_str());
-            std::printf("\nopenmp threads: %d\n", omp_get_max_threads());
-            for (const auto& d : available_devices()) {
-              if (d.is_cpu()) continue;
-              DeviceInfo i = device_info(d);
-              MemoryStats m = memory_stats(d);
-              std::printf("%s: %s, %s, %.1f GiB, warp size %d, %d compute units; wick holds %zu bytes, caches %zu\n",
-                          d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30),
-                          i.warp_size, i.compute_units, m.in_use, m.cached);
-            }
-            for (const auto& b : built_backends()) {
-              if (b == "cpu") continue;
-              std::string why = gpu_unavailable_reason();
-              if (!why.empty()) std::printf("%s: no usable device: %s\n", b.c_str(), why.c_str());
-            }
+  CLI::App* cmd = root.add_subcommand(
+      "info", "version, backends built, devices, OpenMP threads; with FILE: a GGUF's or safetensors' contents");
+  auto a = std::make_shared<InfoArgs>();
+  cmd->add_option("FILE", a->file,
+                  "a .gguf file: version, alignment, metadata, tensor table (name, shape, type, bytes, offset) and "
+                  "totals per type; a .safetensors file: metadata and tensor table")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--items", a->items, "array elements of a metadata value shown before '...' (default 8)")
+      ->type_name("N")
+      ->check(CLI::Range(size_t(0), size_t(1) << 40));
+  return {cmd, [a] {
+            if (a->file.empty()) print_devices();
+            else check::print_file_info(a->file, stdout, a->items);
+            return 0;
+          }};
+}
+
+// ---- quantize
+
+struct QuantizeArgs {
+  std::string in, out, type;
+  std::vector<std::string> keep_f32;
+  bool allow_requantize = false;
+};
+
+std::string file_type_names() {
+  std::string s;
+  for (GGMLType t : check::quantize_file_types()) s += (s.empty() ? "" : ", ") + std::string(ggml_type_name(t));
+  return s;
+}
+
+// On a terminal one line redrawn in place; otherwise (a log, a pipe) one plain line per tensor.
+void show_progress(const check::QuantizeStep& s, bool tty) {
+  const double gb = 1e9;
+  if (tty) {
+    const int width = 30;
+    const int filled = s.total_bytes ? int(double(width) * double(s.done_bytes) / double(s.total_bytes)) : width;
+    std::string bar = std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ');
+    std::fprintf(stderr, "\r\033[K[%s] %zu/%zu tensors, %.2f/%.2f GB  %s", bar.c_str(), s.index, s.count,
+                 double(s.done_bytes) / gb, double(s.total_bytes) / gb, s.name.c_str());
+    if (s.index == s.count) std::fprintf(stderr, "\n");
+  } else {
+    std::fprintf(stderr, "[%zu/%zu] %s: %s -> %s, %zu -> %zu bytes%s%s\n", s.index, s.count, s.name.c_str(),
+                 s.from.c_str(), s.to.c_str(), s.in_bytes, s.out_bytes, s.why.empty() ? "" : "; kept: ",
+                 s.why.c_str());
+  }
+  if (s.index == s.count) std::fprintf(stderr, "writing the GGUF ...\n");
+  std::fflush(stderr);
+}
+
+Command add_quantize(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("quantize", "IN (safetensors or GGUF) -> OUT (GGUF v3) with weights of --type");
+  auto a = std::make_shared<QuantizeArgs>();
+  cmd->add_option("IN", a->in, "a .safetensors or .gguf file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("OUT", a->out, "the GGUF to write (replaced if it exists)")->required();
+  cmd->add_option("--type", a->type, "the weights' type: " + file_type_names())
+      ->required()
+      ->type_name("T")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            auto t = ggml_type_from_name(s);
+            auto ok = check::quantize_file_types();
+            if (t && std::find(ok.begin(), ok.end(), *t) != ok.end()) return "";
+            return "'" + s + "' is not a type wick quantize writes; the types are " + file_type_names();
+          },
+          ""));
+  cmd->add_option("--keep-f32", a->keep_f32, "write tensors whose name contains PATTERN in F32 (repeatable)")
+      ->type_name("PATTERN")
+      ->allow_extra_args(false);
+  cmd->add_flag("--allow-requantize", a->allow_requantize,
+                "quantize tensors of a GGUF that are already quantized (from their dequantized values)");
+  cmd->footer(
+      "Which tensors become T (llama-quantize's rules, simplified): rank >= 2, the name ends in 'weight' and is\n"
+      "not a norm ('_norm.weight'), MoE router ('ffn_gate_inp.weight'), position or token-type embedding, and\n"
+      "the rows (last dim) are whole blocks of T (32 elements; 256 for the K types and IQ4_XS). Rank 0/1 tensors\n"
+      "(norms, biases, scales) are written F32, as llama.cpp's converter writes them; every other tensor keeps\n"
+      "its type (llama-quantize would pick a fallback type for rows that are not whole blocks: wick keeps them).\n"
+      "From a GGUF every metadata key is kept and general.quantization_version = 2 and general.file_type (llama.h's\n"
+      "LLAMA_FTYPE; Q3_K/Q4_K/Q5_K as their _M aliases) are set; from safetensors only those two keys are written\n"
+      "and tensor names stay as they are (no conversion to llama.cpp's names). Progress goes to stderr.\n");
+  return {cmd, [a] {
+            check::QuantizeOptions o;
+            o.in = a->in;
+            o.out = a->out;
+            o.type = *ggml_type_from_name(a->type);
+            o.keep_f32 = a->keep_f32;
+            o.allow_requantize = a->allow_requantize;
+            const bool tty = isatty(fileno(stderr)) != 0;
+            check::QuantizeSummary s = check::quantize_file(o, [tty](const check::QuantizeStep& st) {
+              show_progress(st, tty);
+            });
+            std::printf("wrote %s: %zu tensors (%zu quantized to %s), %zu bytes from %zu;", o.out.c_str(), s.tensors,
+                        s.quantized, ggml_type_name(o.type), s.out_bytes, s.in_bytes);
+            for (const auto& [t, n] : s.per_type) std::printf(" %s %zu", t.c_str(), n);
+            std::printf("\n");
             return 0;
           }};
 }
@@ -300,7 +404,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "wick " WICK_VERSION);
   app.require_subcommand(1);
   app.footer("`wick <command> --help` describes a command's options.\n");
-  std::vector<Command> commands = {add_info(app), add_check(app), add_bench(app), add_ops(app)};
+  std::vector<Command> commands = {add_info(app),  add_quantize(app), add_check(app), add_bench(app),
+                                   add_ops(app)};
   std::string names;
   for (const Command& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
 

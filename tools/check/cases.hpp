@@ -24,6 +24,11 @@ inline const std::vector<DType> kIdDTypes = {DType::U8, DType::U32, DType::I16, 
 struct GuardFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// A case that checks its results itself against an independent host reference (the quantized
+// ops, whose devices may legitimately differ within a derived bound) throws this on a mismatch.
+struct ReferenceFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Registers fn for each dtype in every layout (or only `layouts`).
 inline void add(std::vector<Case>& out, const std::string& op, const std::string& variant,
@@ -45,5 +50,6 @@ void add_index_cases(std::vector<Case>& out);
 void add_linalg_cases(std::vector<Case>& out);
 void add_conv_cases(std::vector<Case>& out);
 void add_nn_cases(std::vector<Case>& out);
+void add_quant_cases(std::vector<Case>& out);
 
 }  // namespace wick::check

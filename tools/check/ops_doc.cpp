@@ -6,6 +6,7 @@
 
 #include "ops/op_kinds.hpp"
 #include "wick/dtype.hpp"
+#include "wick/quant.hpp"
 
 namespace wick::check {
 namespace {
@@ -107,6 +108,26 @@ std::vector<OpRow> backend_op_rows() {
        "run",
        "run (kernels/attention_flash.cu for f16/bf16 head dim 64/128 on sm_80+; kernels/attention.cu otherwise)",
        "compiled (kernels/attention.cu: rocBLAS)"},
+      {"quantized",
+       "dequantize (QTensor -> f32, f16, bf16), bit for bit the CPU's",
+       "bf16 f16 f32 out",
+       {"dequantize"},
+       "run",
+       "run (kernels/quant.cu)"},
+      {"quantized", "embedding rows of a quantized table (ids u8/u32/i16/i32/i64)", "bf16 f16 f32 out",
+       {"qembedding"}, "run", "run (kernels/quant.cu)"},
+      {"quantized",
+       "qmatmul y = x @ W^T: decode (m <= 8, x quantized to Q8_*, integer dots) and prefill (m > 8)",
+       "x bf16 f16 f32",
+       {"qmatmul"},
+       "run",
+       "run (kernels/qmatmul.cu; prefill kernels/quant.cu)"},
+      {"quantized",
+       "quantize from float: every type on the cpu; the activation types Q8_0, Q8_1, Q8_K on a GPU",
+       "bf16 f16 f32 f64 in",
+       {"quantize"},
+       "run",
+       "run (Q8_0, Q8_1, Q8_K)"},
   };
   rows.insert(rows.end(), rest.begin(), rest.end());
   return rows;
@@ -159,7 +180,12 @@ std::string ops_markdown() {
   s += "\nComposites, built from the entries above in `src/core/` (so every backend has them):\n\n"
        "| op | dtypes |\n| --- | --- |\n";
   for (const OpRow& r : composite_op_rows()) s += "| " + r.ops + " | " + r.dtypes + " |\n";
-  s += "\nNot yet: quantized GGUF types are a later milestone.\n";
+  s += "\nQuantized rows (`QTensor`, include/wick/quant.hpp) cover the GGUF block types " + ggml_supported_types() +
+       ". Their parity cases (tools/check/cases_quant.cpp) check every device against a host reference: dequantize "
+       "and embedding bit for bit against the CPU's f32 dequantize (itself bit-identical to gguf-py), qmatmul against "
+       "the CPU dequantize + an f64 matmul within the bound derived from the activation quantization (plus half "
+       "rounding on the prefill path), quantize's blocks within their rounding bound (and byte-equal to the CPU's on "
+       "a GPU).\n";
   return s;
 }
 

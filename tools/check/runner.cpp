@@ -15,6 +15,7 @@ std::vector<Case> all_cases() {
   add_linalg_cases(out);
   add_conv_cases(out);
   add_nn_cases(out);
+  add_quant_cases(out);
   return out;
 }
 
@@ -50,6 +51,8 @@ Verdict run_case(const Case& c, Device device) {
     return run_case_unguarded(c, device);
   } catch (const GuardFailure& e) {
     return {false, std::string("guard: ") + e.what()};
+  } catch (const ReferenceFailure& e) {
+    return {false, std::string("reference: ") + e.what()};
   } catch (const Error& e) {
     // The case exists only where the op is defined: any error, Unsupported included, is a failure.
     if (e.kind() == ErrorKind::Unsupported) return {false, std::string("unsupported (op missing?): ") + e.what()};
