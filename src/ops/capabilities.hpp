@@ -11,6 +11,10 @@
 //   WICK_HAS_MMA         tensor-core WMMA on f16/bf16 with f32 accumulators (NVIDIA sm_80+)
 //   WICK_HAS_CP_ASYNC    asynchronous global -> shared copies, cp.async (NVIDIA sm_80+)
 //   WICK_WAVE_SIZE       lanes of a warp / wavefront: 64 on AMD CDNA (gfx9), else 32
+//   WICK_DOT4            the 4-way int8 dot product with int32 accumulation (ops/dot4.hpp):
+//                        1 __dp4a (NVIDIA sm_61+), 2 __builtin_amdgcn_sdot4 (the dot1 instructions:
+//                        gfx906/908/90a/94x/950, gfx103x), 3 __builtin_amdgcn_sudot4 (gfx11, gfx12),
+//                        0 none (a portable shift-and-multiply fallback, and every host pass)
 #include <cstdint>
 
 #include "wick/config.hpp"
@@ -20,6 +24,9 @@
 #define WICK_DEVICE_CUDA 1
 #define WICK_DEVICE_HIP 0
 #define WICK_HW_F16 1
+#if __CUDA_ARCH__ >= 610
+#define WICK_DOT4 1
+#endif
 #if __CUDA_ARCH__ >= 800
 #define WICK_HAS_HW_BF16 1
 #define WICK_HAS_MMA 1
@@ -32,6 +39,16 @@
 #define WICK_HW_F16 1
 #if defined(__GFX9__)
 #define WICK_WAVE_SIZE 64
+#endif
+// Checked with ROCm 5.7's clang: sdot4 compiles for gfx906/90a/942/1030, sudot4 for gfx1100 (and
+// neither for gfx1010, which falls back).
+#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
+    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx950__) || defined(__gfx1030__) ||  \
+    defined(__gfx1031__) || defined(__gfx1032__) || defined(__gfx1033__) || defined(__gfx1034__) || \
+    defined(__gfx1035__) || defined(__gfx1036__)
+#define WICK_DOT4 2
+#elif defined(__GFX11__) || defined(__GFX12__)
+#define WICK_DOT4 3
 #endif
 #else
 #define WICK_DEVICE_COMPILE 0
@@ -51,6 +68,9 @@
 #endif
 #ifndef WICK_WAVE_SIZE
 #define WICK_WAVE_SIZE 32
+#endif
+#ifndef WICK_DOT4
+#define WICK_DOT4 0
 #endif
 
 namespace wick::hw {

@@ -9,6 +9,7 @@
 #include "backend/gpu/runtime.hpp"
 #include "backend/gpu/tuning.hpp"
 #include "ops/capabilities.hpp"
+#include "ops/dot4.hpp"  // dot4_i8: the int8 dot-product helper (__dp4a / sdot4 / sudot4 / portable)
 #include "wick/layout.hpp"
 
 namespace wick::gpu {

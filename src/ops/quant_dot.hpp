@@ -1,0 +1,404 @@
+#pragma once
+// Integer dot products of one GGUF weight block with activations quantized to Q8_1 (32-element
+// blocks: f16 d, f16 s, 32 int8; quant_encode.hpp's quantize_block_q8_1), for host and device.
+// The GPU matrix-vector kernels (backend/gpu/kernels/qmatmul.cu) run these; the CPU tests run the
+// same code through dot4_i8's portable fallback against dequantize_block (quant_blocks.hpp).
+//
+// A weight block of QK elements covers QK / 32 activation blocks and is split into C chunks; a
+// chunk's integer weights are unpacked once into int8x4 words and dotted with M activation rows
+// (the rows share each weight load). Every weight type is d_w * q_w (+ an offset): the offsets
+// (-8 d for Q4_0, the mins of Q4_1/Q4_K/...) are applied to the chunk's integer sum of the
+// quantized activations (dot4 with 0x01010101), so each chunk's sum is exact in int32 and is
+// scaled once: sum_chunk d_x * (d_w * sum(q_w q_x) + m_w * sum(q_x)). Layouts from llama.cpp's
+// gguf-py (quants.py); the code is ours.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "ops/dot4.hpp"
+#include "ops/quant_blocks.hpp"
+
+namespace wick::quant::dot {
+
+constexpr int kQ8_1Bytes = 36;  // f16 d, f16 s, 32 int8
+
+// Loads of an int32 from block bytes at the alignment the block layout guarantees.
+WICK_HD int ld_a4(const uint8_t* p) {
+#if WICK_DEVICE_COMPILE
+  return *reinterpret_cast<const int*>(p);
+#else
+  int v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
+WICK_HD uint32_t ld_u16(const uint8_t* p) {
+#if WICK_DEVICE_COMPILE
+  return *reinterpret_cast<const uint16_t*>(p);
+#else
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8);
+#endif
+}
+WICK_HD int ld_a2(const uint8_t* p) { return int(ld_u16(p) | (ld_u16(p + 2) << 16)); }
+WICK_HD int ld_a1(const uint8_t* p) {
+  return int(uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24));
+}
+WICK_HD float ld_h(const uint8_t* p) { return to_f32(f16::from_bits(uint16_t(ld_u16(p)))); }
+
+constexpr int kOnes = 0x01010101;
+constexpr int kNib = 0x0F0F0F0F;
+
+// PTX's prmt (__byte_perm): byte i of the result is byte (s >> 4i) & 7 of the 8 bytes y:x. The
+// host and AMD passes emulate it, so the CPU tests run the same selector arithmetic.
+WICK_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#if WICK_DEVICE_CUDA
+  return __byte_perm(x, y, s);
+#else
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t k = (s >> (4 * i)) & 7u;
+    r |= (((k < 4 ? x : y) >> (8 * (k & 3))) & 0xFFu) << (8 * i);
+  }
+  return r;
+#endif
+}
+
+// The bytes of q (each 0..15) looked up in a 16-entry int8 table held as four little-endian
+// words t[0..3]: entries 0-7 and 8-15 picked by the low 3 bits, then one of the two by bit 3.
+WICK_HD int lut16(int q, const uint32_t (&t)[4]) {
+  const uint32_t u = uint32_t(q) & 0x07070707u, h = uint32_t(q) & 0x08080808u;
+  const uint32_t sel = (u & 7u) | ((u >> 4) & 0x70u) | ((u >> 8) & 0x700u) | ((u >> 12) & 0x7000u);
+  const uint32_t lo = byte_perm(t[0], t[1], sel), hi = byte_perm(t[2], t[3], sel);
+  const uint32_t sel2 = 0x3210u | ((h >> 1) & 0x4u) | ((h >> 5) & 0x40u) | ((h >> 9) & 0x400u) | ((h >> 13) & 0x4000u);
+  return int(byte_perm(lo, hi, sel2));
+}
+// IQ4_NL's levels and MXFP4's doubled e2m1 values (quant_blocks.hpp), as lut16 tables.
+WICK_HD void iq4nl_table(uint32_t (&t)[4]) {
+  t[0] = 0xBFAD9881u;  // -127 -104 -83 -65
+  t[1] = 0xF6EADDCFu;  // -49 -35 -22 -10
+  t[2] = 0x26190D01u;  // 1 13 25 38
+  t[3] = 0x71594535u;  // 53 69 89 113
+}
+WICK_HD void mxfp4_table(uint32_t (&t)[4]) {
+  t[0] = 0x03020100u;  // 0 1 2 3
+  t[1] = 0x0C080604u;  // 4 6 8 12
+  t[2] = 0xFDFEFF00u;  // 0 -1 -2 -3
+  t[3] = 0xF4F8FAFCu;  // -4 -6 -8 -12
+}
+
+// Activation block b (of the weight block's QK / 32) of row r: its f32 scale and int word i.
+struct XRows {
+  const uint8_t* p;  // the first activation block of this weight block, row 0
+  size_t row_bytes;  // bytes between rows
+  WICK_HD const uint8_t* blk(int r, int b) const { return p + size_t(r) * row_bytes + size_t(b) * kQ8_1Bytes; }
+  WICK_HD float d(int r, int b) const { return ld_h(blk(r, b)); }
+  WICK_HD int q(int r, int b, int i) const { return ld_a4(blk(r, b) + 4 + 4 * i); }
+};
+
+// sum(w_i * x_i) and sum(x_i) over n words of one activation block of row r.
+template <int N> WICK_HD void dots(const int (&w)[N], const XRows& x, int r, int b, int i0, int& s, int& sx) {
+  s = 0;
+  sx = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const int xi = x.q(r, b, i0 + i);
+    s = dot4_i8(w[i], xi, s);
+    sx = dot4_i8(kOnes, xi, sx);
+  }
+}
+
+// 5th bits: bit j of b (j = 0..3) moved to bit 4 of byte j.
+WICK_HD int spread4(uint32_t b) {
+  return int(((b & 1u) << 4) | ((b & 2u) << 11) | ((b & 4u) << 18) | ((b & 8u) << 25));
+}
+
+// ---- the 32-element types: C = 2 chunks; chunk c holds elements 8c..8c+7 and 16+8c..16+8c+7
+// (qs bytes 8c..8c+7: low nibbles the first run, high nibbles the second) except Q8_0/Q8_1, whose
+// chunk c is elements 16c..16c+15.
+
+// The nibble types: d, offset (m, or a multiple of d), the two low / two high 4-bit words.
+template <int M>
+WICK_HD void nib_dot(float d, float m, const int (&lo)[2], const int (&hi)[2], const XRows& x, int c,
+                     float (&acc)[M]) {
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    int s0, sx0, s1, sx1;
+    dots<2>(lo, x, r, 0, 2 * c, s0, sx0);
+    dots<2>(hi, x, r, 0, 4 + 2 * c, s1, sx1);
+    acc[r] += x.d(r, 0) * (d * float(s0 + s1) + m * float(sx0 + sx1));
+  }
+}
+
+template <GGMLType T> struct Dot;
+
+template <> struct Dot<GGMLType::Q4_0> {
+  static constexpr int QK = 32, BB = 18, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const int v0 = ld_a2(w + 2 + 8 * c), v1 = ld_a2(w + 6 + 8 * c);
+    const int lo[2] = {v0 & kNib, v1 & kNib}, hi[2] = {(v0 >> 4) & kNib, (v1 >> 4) & kNib};
+    const float d = ld_h(w);
+    nib_dot<M>(d, -8.0f * d, lo, hi, x, c, acc);
+  }
+};
+template <> struct Dot<GGMLType::Q4_1> {
+  static constexpr int QK = 32, BB = 20, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const int v0 = ld_a4(w + 4 + 8 * c), v1 = ld_a4(w + 8 + 8 * c);
+    const int lo[2] = {v0 & kNib, v1 & kNib}, hi[2] = {(v0 >> 4) & kNib, (v1 >> 4) & kNib};
+    nib_dot<M>(ld_h(w), ld_h(w + 2), lo, hi, x, c, acc);
+  }
+};
+// Q5_0/Q5_1: bit j of qh is the 5th bit of element j.
+template <> struct Dot<GGMLType::Q5_0> {
+  static constexpr int QK = 32, BB = 22, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const uint32_t qh = uint32_t(ld_a2(w + 2));
+    const int v0 = ld_a2(w + 6 + 8 * c), v1 = ld_a2(w + 10 + 8 * c);
+    const int lo[2] = {(v0 & kNib) | spread4(qh >> (8 * c)), (v1 & kNib) | spread4(qh >> (8 * c + 4))};
+    const int hi[2] = {((v0 >> 4) & kNib) | spread4(qh >> (16 + 8 * c)), ((v1 >> 4) & kNib) | spread4(qh >> (20 + 8 * c))};
+    const float d = ld_h(w);
+    nib_dot<M>(d, -16.0f * d, lo, hi, x, c, acc);
+  }
+};
+template <> struct Dot<GGMLType::Q5_1> {
+  static constexpr int QK = 32, BB = 24, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const uint32_t qh = uint32_t(ld_a4(w + 4));
+    const int v0 = ld_a4(w + 8 + 8 * c), v1 = ld_a4(w + 12 + 8 * c);
+    const int lo[2] = {(v0 & kNib) | spread4(qh >> (8 * c)), (v1 & kNib) | spread4(qh >> (8 * c + 4))};
+    const int hi[2] = {((v0 >> 4) & kNib) | spread4(qh >> (16 + 8 * c)), ((v1 >> 4) & kNib) | spread4(qh >> (20 + 8 * c))};
+    nib_dot<M>(ld_h(w), ld_h(w + 2), lo, hi, x, c, acc);
+  }
+};
+// Plain int8 weights: d, then 32 int8 at byte `qs`.
+template <int M, int kQs, bool kAligned4>
+WICK_HD void q8_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  int q[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) q[i] = kAligned4 ? ld_a4(w + kQs + 16 * c + 4 * i) : ld_a2(w + kQs + 16 * c + 4 * i);
+  const float d = ld_h(w);
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    int s, sx;
+    dots<4>(q, x, r, 0, 4 * c, s, sx);
+    acc[r] += x.d(r, 0) * (d * float(s));
+  }
+}
+template <> struct Dot<GGMLType::Q8_0> {
+  static constexpr int QK = 32, BB = 34, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    q8_dot<M, 2, false>(w, c, x, acc);
+  }
+};
+template <> struct Dot<GGMLType::Q8_1> {
+  static constexpr int QK = 32, BB = 36, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    q8_dot<M, 4, true>(w, c, x, acc);
+  }
+};
+// Table types: the nibbles index int8 levels; d * level.
+template <int M>
+WICK_HD void lut_dot(float d, int v0, int v1, const uint32_t (&t)[4], const XRows& x, int c, float (&acc)[M]) {
+  const int lo[2] = {lut16(v0 & kNib, t), lut16(v1 & kNib, t)};
+  const int hi[2] = {lut16((v0 >> 4) & kNib, t), lut16((v1 >> 4) & kNib, t)};
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    int s0, sx0, s1, sx1;
+    dots<2>(lo, x, r, 0, 2 * c, s0, sx0);
+    dots<2>(hi, x, r, 0, 4 + 2 * c, s1, sx1);
+    acc[r] += (x.d(r, 0) * float(s0 + s1)) * d;  // d last: MXFP4's scale may be as small as 2^-128
+  }
+}
+template <> struct Dot<GGMLType::IQ4_NL> {
+  static constexpr int QK = 32, BB = 18, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    uint32_t t[4];
+    iq4nl_table(t);
+    lut_dot<M>(ld_h(w), ld_a2(w + 2 + 8 * c), ld_a2(w + 6 + 8 * c), t, x, c, acc);
+  }
+};
+template <> struct Dot<GGMLType::MXFP4> {
+  static constexpr int QK = 32, BB = 17, C = 2;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    uint32_t t[4];
+    mxfp4_table(t);
+    lut_dot<M>(detail::e8m0_half(w[0]), ld_a1(w + 1 + 8 * c), ld_a1(w + 5 + 8 * c), t, x, c, acc);
+  }
+};
+
+// ---- the 256-element types: C = 16 chunks, each touching several activation blocks.
+
+// Q4_K/Q5_K: chunk c = qs group p = c / 4 (sub-blocks 2p: low nibbles, 2p + 1: high) at bytes
+// 8t..8t+7, t = c % 4; both sub-blocks' elements 8t..8t+7.
+template <int M, bool kFive> WICK_HD void qk45_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  const int p = c >> 2, t = c & 3;
+  const uint8_t* qs = w + (kFive ? 48 : 16) + 32 * p + 8 * t;
+  const int v[2] = {ld_a4(qs), ld_a4(qs + 4)};
+  int h[2] = {0, 0};
+  if (kFive) {
+    h[0] = ld_a4(w + 16 + 8 * t);
+    h[1] = ld_a4(w + 20 + 8 * t);
+  }
+  const float d = ld_h(w), dmin = ld_h(w + 2);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int g = 2 * p + half;
+    uint32_t sc, mn;
+    detail::scale_min_k4(w + 4, uint32_t(g), sc, mn);
+    int q[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      q[i] = (v[i] >> (4 * half)) & kNib;
+      if (kFive) q[i] |= ((h[i] >> g) & kOnes) << 4;
+    }
+    const float dl = d * float(sc), ml = dmin * float(mn);
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      int s, sx;
+      dots<2>(q, x, r, g, 2 * t, s, sx);
+      acc[r] += x.d(r, g) * (dl * float(s) - ml * float(sx));
+    }
+  }
+}
+template <> struct Dot<GGMLType::Q4_K> {
+  static constexpr int QK = 256, BB = 144, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    qk45_dot<M, false>(w, c, x, acc);
+  }
+};
+template <> struct Dot<GGMLType::Q5_K> {
+  static constexpr int QK = 256, BB = 176, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    qk45_dot<M, true>(w, c, x, acc);
+  }
+};
+// Q6_K: chunk c = half h = c / 8 and l0 = 4 (c % 8): ql words at l0 and 32 + l0, the qh word at
+// l0 give elements l0..l0+3 of the half's four 32-element sub-blocks (activation blocks 4h + j).
+template <> struct Dot<GGMLType::Q6_K> {
+  static constexpr int QK = 256, BB = 210, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const int h = c >> 3, l0 = 4 * (c & 7);
+    const int ql0 = ld_a2(w + 64 * h + l0), ql1 = ld_a2(w + 64 * h + 32 + l0), qh = ld_a2(w + 128 + 32 * h + l0);
+    const int q[4] = {(ql0 & kNib) | ((qh & 0x03030303) << 4), (ql1 & kNib) | (((qh >> 2) & 0x03030303) << 4),
+                      ((ql0 >> 4) & kNib) | (((qh >> 4) & 0x03030303) << 4),
+                      ((ql1 >> 4) & kNib) | (((qh >> 6) & 0x03030303) << 4)};
+    const float d = ld_h(w + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192 + 8 * h + (l0 >> 4));
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      float a = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int xi = x.q(r, 4 * h + j, l0 >> 2);
+        const int s = dot4_i8(q[j], xi, 0) - 32 * dot4_i8(kOnes, xi, 0);
+        a += x.d(r, 4 * h + j) * float(int(sc[2 * j]) * s);
+      }
+      acc[r] += d * a;
+    }
+  }
+};
+// Q2_K/Q3_K: chunk c = half h = c / 8 and l0 = 4 (c % 8): the 2-bit word at l0 holds elements
+// l0..l0+3 of the half's four sub-blocks (shift 2j for sub-block j, activation block 4h + j);
+// their 16-element scale group is 2 (4h + j) + l0 / 16.
+template <> struct Dot<GGMLType::Q2_K> {
+  static constexpr int QK = 256, BB = 84, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const int h = c >> 3, l0 = 4 * (c & 7);
+    const int v = ld_a4(w + 16 + 32 * h + l0);
+    const float d = ld_h(w + 80), dmin = ld_h(w + 82);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int b = 4 * h + j, sc = w[2 * b + (l0 >> 4)];
+      const int q = (v >> (2 * j)) & 0x03030303;
+      const float dl = d * float(sc & 15), ml = dmin * float(sc >> 4);
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        const int xi = x.q(r, b, l0 >> 2);
+        acc[r] += x.d(r, b) * (dl * float(dot4_i8(q, xi, 0)) - ml * float(dot4_i8(kOnes, xi, 0)));
+      }
+    }
+  }
+};
+template <> struct Dot<GGMLType::Q3_K> {
+  static constexpr int QK = 256, BB = 110, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const int h = c >> 3, l0 = 4 * (c & 7);
+    const int v = ld_a2(w + 32 + 32 * h + l0), hm = ld_a2(w + l0);
+    const uint8_t* sc = w + 96;
+    const float d = ld_h(w + 108);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int b = 4 * h + j, g = 2 * b + (l0 >> 4);
+      const int s6 = ((sc[g & 7] >> (4 * (g >> 3))) & 15) | (((sc[8 + (g & 3)] >> (2 * (g >> 2))) & 3) << 4);
+      // a clear high bit subtracts 4: q = lo + 4 hbit - 4
+      const int q = ((v >> (2 * j)) & 0x03030303) | (((hm >> b) & kOnes) << 2);
+      const float dl = d * float(s6 - 32);
+#pragma unroll
+      for (int r = 0; r < M; ++r) {
+        const int xi = x.q(r, b, l0 >> 2);
+        acc[r] += x.d(r, b) * (dl * float(dot4_i8(q, xi, 0) - 4 * dot4_i8(kOnes, xi, 0)));
+      }
+    }
+  }
+};
+// Q8_K: f32 d, 256 int8; chunk c = elements 16c..16c+15 (activation block c / 2).
+template <> struct Dot<GGMLType::Q8_K> {
+  static constexpr int QK = 256, BB = 292, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    int q[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) q[i] = ld_a4(w + 4 + 16 * c + 4 * i);
+    const float d = detail::ld_f32(w);
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      int s, sx;
+      dots<4>(q, x, r, c >> 1, 4 * (c & 1), s, sx);
+      acc[r] += x.d(r, c >> 1) * (d * float(s));
+    }
+  }
+};
+// IQ4_XS: 8 sub-blocks of 32 laid out as IQ4_NL's blocks (16 bytes each), 6-bit scales; chunk c
+// = sub-block c / 2, IQ4_NL's chunk c % 2.
+template <> struct Dot<GGMLType::IQ4_XS> {
+  static constexpr int QK = 256, BB = 136, C = 16;
+  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+    const int g = c >> 1, t = c & 1;
+    const uint32_t sh = ld_u16(w + 2);
+    const int s6 = int(((w[4 + (g >> 1)] >> (4 * (g & 1))) & 15u) | (((sh >> (2 * g)) & 3u) << 4));
+    uint32_t tb[4];
+    iq4nl_table(tb);
+    const uint8_t* qs = w + 8 + 16 * g;
+    const XRows xg{x.p + size_t(g) * kQ8_1Bytes, x.row_bytes};
+    lut_dot<M>(ld_h(w) * float(s6 - 32), ld_a4(qs + 8 * t), ld_a4(qs + 4 + 8 * t), tb, xg, t, acc);
+  }
+};
+
+// f(Dot<T>) for a supported block type; false for any other.
+template <class F> bool dispatch_dot(GGMLType t, F&& f) {
+  switch (t) {
+#define WICK_QDOT_CASE(T) \
+  case GGMLType::T:       \
+    f(Dot<GGMLType::T>{}); \
+    return true;
+    WICK_QDOT_CASE(Q4_0)
+    WICK_QDOT_CASE(Q4_1)
+    WICK_QDOT_CASE(Q5_0)
+    WICK_QDOT_CASE(Q5_1)
+    WICK_QDOT_CASE(Q8_0)
+    WICK_QDOT_CASE(Q8_1)
+    WICK_QDOT_CASE(Q2_K)
+    WICK_QDOT_CASE(Q3_K)
+    WICK_QDOT_CASE(Q4_K)
+    WICK_QDOT_CASE(Q5_K)
+    WICK_QDOT_CASE(Q6_K)
+    WICK_QDOT_CASE(Q8_K)
+    WICK_QDOT_CASE(IQ4_NL)
+    WICK_QDOT_CASE(IQ4_XS)
+    WICK_QDOT_CASE(MXFP4)
+#undef WICK_QDOT_CASE
+    default:
+      return false;
+  }
+}
+
+}  // namespace wick::quant::dot
