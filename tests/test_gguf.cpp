@@ -364,3 +364,80 @@ TEST(GgufWrite, RejectsBadInput) {
   EXPECT_THROW(save_gguf(path, {{"general.alignment", GGUFValue::of_u32(24)}}, {}), Error);
   EXPECT_THROW(save_gguf(path, {{"k", GGUFValue::of_array(GGUFType::U8, {GGUFValue::of_i8(1)})}}, {}), Error);
 }
+
+namespace {
+
+std::vector<uint8_t> hex_bytes(const std::string& h) {
+  std::vector<uint8_t> out(h.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = uint8_t(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+  return out;
+}
+
+}  // namespace
+
+// gguf-py wrote one tensor per block type it decodes (gen_gguf.py: quantized.gguf); wick loads each
+// with load_quantized and decodes it to the bits gguf-py's dequantize gives (quantized.json).
+TEST(Gguf, QuantizedTensorsFromGgufPyLoadAndDequantize) {
+  const auto want = wick::test::load_json_fixture("gguf/quantized.json");
+  const auto f = GGUFFile::open(wick::test::fixture_path("gguf/quantized.gguf"));
+  ASSERT_EQ(f.tensors().size(), want["tensors"].size());
+  EXPECT_EQ(f.find("t.note")->as_string(), "one tensor per block type");
+  size_t quantized = 0;
+  for (size_t k = 0; k < f.tensors().size(); ++k) {
+    const auto& w = want["tensors"][k];
+    const auto& t = f.tensors()[k];
+    ASSERT_EQ(t.name, w["name"].get<std::string>());
+    EXPECT_EQ(uint32_t(t.type), w["type"].get<uint32_t>()) << t.name;
+    EXPECT_EQ(t.shape(), w["shape"].get<Shape>()) << t.name;
+    EXPECT_EQ(t.nbytes, w["nbytes"].get<size_t>()) << t.name;
+    const std::vector<uint8_t> raw = hex_bytes(w["raw_hex"]);
+    const std::vector<uint8_t> f32 = hex_bytes(w["f32_hex"]);
+    Tensor x;
+    if (ggml_is_quantized(t.type)) {
+      const QTensor q = f.load_quantized(t.name);
+      EXPECT_EQ(q.type(), t.type);
+      EXPECT_EQ(q.shape(), t.shape());
+      EXPECT_EQ(q.to_bytes(), raw) << t.name;
+      x = q.dequantize();
+      ++quantized;
+    } else {
+      x = f.load(t.name);
+    }
+    ASSERT_EQ(x.numel() * 4, f32.size()) << t.name;
+    std::vector<uint8_t> got(f32.size());
+    x.copy_to_host(got.data());
+    // bit-identical, except that any NaN matches any NaN (the extreme Q8_0 blocks have NaN scales)
+    size_t bad = 0;
+    for (size_t i = 0; i < got.size(); i += 4) {
+      uint32_t g, e;
+      std::memcpy(&g, &got[i], 4);
+      std::memcpy(&e, &f32[i], 4);
+      const bool both_nan = (g & 0x7FFFFFFFu) > 0x7F800000u && (e & 0x7FFFFFFFu) > 0x7F800000u;
+      if (g != e && !both_nan && bad++ < 3) ADD_FAILURE() << t.name << " element " << i / 4;
+    }
+  }
+  EXPECT_EQ(quantized, 15u);  // Q4_0..Q8_0, MXFP4, IQ4_NL, Q2_K..Q6_K, IQ4_XS, a 3-D Q8_0, extreme Q8_0
+}
+
+// Found by the fuzzer (tests/fuzz/RESULTS.md): a Q5_1 tensor of dims [0, 3] (3 rows of no
+// elements) parsed, but embedding saw a table of 0 rows and refused id 2. Rows of no blocks are
+// still rows.
+TEST(GgufFuzzRegression, EmptyRowsKeepTheirCount) {
+  B b;
+  b.header(1, 0).tensor("e", {0, 3}, 7, 0).pad();  // 7 = Q5_1
+  const std::string path = wick::test::tmp_path("empty_rows.gguf");
+  write_bytes(path, b.s);
+  const auto f = GGUFFile::open(path);
+  const QTensor q = f.load_quantized("e");
+  EXPECT_EQ(q.shape(), (Shape{3, 0}));
+  EXPECT_EQ(q.nbytes(), 0u);
+  EXPECT_EQ(q.dequantize().shape(), (Shape{3, 0}));
+  EXPECT_EQ(q.embedding(Tensor::from_vector(std::vector<int64_t>{2}, {1})).shape(), (Shape{1, 0}));
+  try {
+    q.embedding(Tensor::from_vector(std::vector<int64_t>{3}, {1}));
+    ADD_FAILURE() << "id 3 of a 3-row table";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
+  }
+  EXPECT_EQ(q.matmul_t(Tensor::zeros({2, 0}, DType::F32)).shape(), (Shape{2, 3}));
+}
