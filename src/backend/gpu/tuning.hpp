@@ -76,4 +76,14 @@ inline constexpr int kReduceUnroll = 4;
 inline constexpr int kReduceWaves = 4;  // waves of blocks a split reduction aims for (evens out the tail)
 inline constexpr int kReduceSmemBytes = 32 * 1024;  // per-block accumulators of a column reduction
 
+// Quantized blocks (kernels/quant.cu: dequantize, embedding, activation quantize). A block of
+// kQuantBlock threads decodes kQuantStageElems elements per round, one GGUF block per thread,
+// into an f32 stage in shared memory (32 KiB + padding, plus the staged raw bytes: < 48 KiB),
+// then writes the round out coalesced. Unmeasured first choices, the same for both vendors.
+inline constexpr int kQuantBlock = 256;
+inline constexpr int kQuantStageElems = 8192;
+// Prefill product (many rows x a quantized W): W is dequantized to f16/bf16 in chunks of rows
+// of at most this many bytes before each vendor GEMM, so a huge LM head never needs a full copy.
+inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
+
 }  // namespace wick::gpu::tune
