@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
     json doc;
     doc["alignment"] = 64;
     doc["metadata"] = json::array();
-    for (const auto& [k, v] : meta) doc["metadata"].push_back({{"key", k}, {"types", types_json(v)}, {"value", value_json(v)}});
+    for (const auto& [k, v] : meta)
+      doc["metadata"].push_back({{"key", k}, {"types", types_json(v)}, {"value", value_json(v)}});
     doc["tensors"] = json::array();
     const std::pair<GGMLType, const Tensor*> plain_types[] = {
         {GGMLType::F32, &a}, {GGMLType::F16, &h}, {GGMLType::BF16, &bf}};
@@ -154,7 +155,8 @@ int main(int argc, char** argv) {
                 {"shape", qs[i].shape()},
                 {"raw_hex", hex(raw[i].bytes.data(), raw[i].bytes.size())}};
       // gguf-py has no dequantizer for the activation formats Q8_1 and Q8_K: bytes only
-      if (raw[i].type != GGMLType::Q8_1 && raw[i].type != GGMLType::Q8_K) e["values_f32_hex"] = f32_hex(qs[i].dequantize());
+      if (raw[i].type != GGMLType::Q8_1 && raw[i].type != GGMLType::Q8_K)
+        e["values_f32_hex"] = f32_hex(qs[i].dequantize());
       doc["tensors"].push_back(e);
     }
     std::ofstream(argv[2]) << doc.dump(1) << "\n";

@@ -14,7 +14,6 @@ using wick::test::write_bytes;
 
 namespace {
 
-
 // Little-endian byte builder for hand-made files.
 struct B {
   std::string s;

@@ -131,12 +131,16 @@ TEST(QTensor, FromBytesChecksTheSize) {
   EXPECT_EQ(q.dim(-1), 64u);
   EXPECT_EQ(q.str(), "QTensor[2, 64] Q4_0 cpu");
   for (size_t n : {71u, 73u, 0u}) {
-    const std::string m =
-        error_of(ErrorKind::Argument, [&] { QTensor::from_bytes(GGMLType::Q4_0, {2, 64}, bytes.data(), n); });
+    const std::string m = error_of(ErrorKind::Argument, [&] {
+      QTensor::from_bytes(GGMLType::Q4_0, {2, 64}, bytes.data(), n);
+    });
     EXPECT_TRUE(has(m, "is 72 bytes")) << m;
     EXPECT_TRUE(has(m, "got " + std::to_string(n))) << m;
   }
-  EXPECT_TRUE(has(error_of(ErrorKind::Argument, [&] { QTensor::from_bytes(GGMLType::Q4_0, {2, 64}, nullptr, 72); }),
+  EXPECT_TRUE(has(error_of(ErrorKind::Argument,
+                           [&] {
+                             QTensor::from_bytes(GGMLType::Q4_0, {2, 64}, nullptr, 72);
+                           }),
                   "null"));
 }
 
@@ -170,8 +174,8 @@ TEST(QTensor, ShapeMustHoldWholeBlocks) {
   EXPECT_TRUE(has(m, "[2, 32]")) << m;
   m = error_of(ErrorKind::Shape, [&] { QTensor::from_bytes(GGMLType::Q8_0, {33}, bytes.data(), 34); });
   EXPECT_TRUE(has(m, "multiple of 32")) << m;
-  EXPECT_TRUE(has(error_of(ErrorKind::Shape, [&] { QTensor::from_bytes(GGMLType::Q8_0, {}, bytes.data(), 34); }),
-                  "scalar"));
+  EXPECT_TRUE(
+      has(error_of(ErrorKind::Shape, [&] { QTensor::from_bytes(GGMLType::Q8_0, {}, bytes.data(), 34); }), "scalar"));
   // empty tensors are fine: no rows, or rows of no blocks
   EXPECT_EQ(QTensor::from_bytes(GGMLType::Q8_0, {0, 64}, bytes.data(), 0).nbytes(), 0u);
   EXPECT_EQ(QTensor::from_bytes(GGMLType::Q8_0, {3, 0}, bytes.data(), 0).numel(), 0u);
@@ -215,21 +219,22 @@ TEST(QTensor, DequantizeF32BitIdenticalToGgufPy) {
     EXPECT_EQ(mismatches(bits_of(x), b.f32, DType::F32, name), 0u);
     // a 3-D view of the same blocks decodes the same
     if (b.count % 7 == 0)
-      EXPECT_EQ(mismatches(bits_of(QTensor::from_bytes(b.type, {7, b.count / 7, b.elems}, b.bytes.data(),
-                                                       b.bytes.size())
-                                       .dequantize()),
-                           b.f32, DType::F32, name + " 3-D"),
-                0u);
+      EXPECT_EQ(
+          mismatches(
+              bits_of(
+                  QTensor::from_bytes(b.type, {7, b.count / 7, b.elems}, b.bytes.data(), b.bytes.size()).dequantize()),
+              b.f32, DType::F32, name + " 3-D"),
+          0u);
     ++types;
   }
   EXPECT_EQ(types, 15u);
-  EXPECT_TRUE(has(error_of(ErrorKind::DType,
-                           [&] {
-                             const Blocks b = fixture_blocks("Q8_0", true);
-                             QTensor::from_bytes(b.type, {b.count, b.elems}, b.bytes.data(), b.bytes.size())
-                                 .dequantize(DType::F64);
-                           }),
-                  "f32, f16 or bf16"));
+  EXPECT_TRUE(has(
+      error_of(ErrorKind::DType,
+               [&] {
+                 const Blocks b = fixture_blocks("Q8_0", true);
+                 QTensor::from_bytes(b.type, {b.count, b.elems}, b.bytes.data(), b.bytes.size()).dequantize(DType::F64);
+               }),
+      "f32, f16 or bf16"));
 }
 
 TEST(QTensor, DequantizeHalfIsTheF32ValueRoundedOnce) {
@@ -286,7 +291,9 @@ TEST(QTensor, EmbeddingGathersRowsForEveryIndexType) {
 TEST(QTensor, EmbeddingErrors) {
   const Blocks b = fixture_blocks("Q8_0", true);
   const QTensor q = QTensor::from_bytes(b.type, {b.count, b.elems}, b.bytes.data(), b.bytes.size());
-  std::string m = error_of(ErrorKind::Index, [&] { q.embedding(Tensor::from_vector(std::vector<int64_t>{0, 3}, {2})); });
+  std::string m = error_of(ErrorKind::Index, [&] {
+    q.embedding(Tensor::from_vector(std::vector<int64_t>{0, 3}, {2}));
+  });
   EXPECT_TRUE(has(m, "id 3")) << m;
   EXPECT_TRUE(has(m, "3 rows")) << m;
   m = error_of(ErrorKind::Index, [&] { q.embedding(Tensor::from_vector(std::vector<int32_t>{-1}, {1})); });
@@ -323,8 +330,7 @@ Weight make_weight(const std::string& name, size_t n, size_t blocks_per_row) {
   for (size_t r = 0; r < n; ++r)
     for (size_t c = 0; c < blocks_per_row; ++c) {
       const size_t f = (r * blocks_per_row + c) % b.count;
-      bytes.insert(bytes.end(), b.bytes.begin() + f * b.bytes_per_block,
-                   b.bytes.begin() + (f + 1) * b.bytes_per_block);
+      bytes.insert(bytes.end(), b.bytes.begin() + f * b.bytes_per_block, b.bytes.begin() + (f + 1) * b.bytes_per_block);
       for (size_t j = 0; j < b.elems; ++j) w.push_back(f32_of(b.f32[f * b.elems + j]));
     }
   return {QTensor::from_bytes(b.type, {n, k}, bytes.data(), bytes.size()), w, n, k, b.elems};
@@ -349,7 +355,9 @@ void check_matmul(const Weight& W, const Tensor& x, const std::string& what) {
   ASSERT_EQ(y.dtype(), x.dtype()) << what;
   const std::vector<double> xv = wick::test::values(x), yv = wick::test::values(y);
   const size_t m = W.k ? xv.size() / W.k : 0;
-  const double out_rel = x.dtype() == DType::F16 ? std::ldexp(1.0, -11) : x.dtype() == DType::BF16 ? std::ldexp(1.0, -8) : 0;
+  const double out_rel = x.dtype() == DType::F16    ? std::ldexp(1.0, -11)
+                         : x.dtype() == DType::BF16 ? std::ldexp(1.0, -8)
+                                                    : 0;
   const double out_abs = x.dtype() == DType::F16 ? std::ldexp(1.0, -25) : 0;
   const bool k_block = W.block == 256;
   size_t bad = 0;
