@@ -4,9 +4,11 @@
 // and the facts about the activation formats (Q8_0, Q8_1, Q8_K) the parity bounds need.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "wick/quant.hpp"
+#include "wick/tensor.hpp"
 
 namespace wick::check {
 
@@ -28,5 +30,15 @@ void set_special_scales(GGMLType t, std::vector<uint8_t>& blocks, size_t rows, s
 // (rows x cols/32), read from the f16 at byte 2 of each block.
 bool qtype_uses_q8_1_sum(GGMLType t);
 std::vector<double> block_offsets(GGMLType t, const std::vector<uint8_t>& blocks, size_t rows, size_t cols);
+
+// The checks of the quantized parity cases (cases_quant.cpp, where the bounds are derived); each
+// throws ReferenceFailure (check/cases.hpp) naming the first element outside its bound.
+// y = x @ W^T against the f64 product of x and the CPU's dequantize of w_bytes ((n, k) blocks of t):
+// decode or prefill bound.
+void check_qmatmul(GGMLType t, const std::vector<uint8_t>& w_bytes, size_t n, size_t k, const Tensor& x,
+                   const Tensor& y, bool prefill, const std::string& what);
+// Blocks of an activation format t (Q8_0, Q8_1, Q8_K) quantized from the (rows, k) values x.
+void check_activation_blocks(GGMLType t, const std::vector<double>& x, const std::vector<uint8_t>& bytes, size_t rows,
+                             size_t k, const std::string& what);
 
 }  // namespace wick::check
