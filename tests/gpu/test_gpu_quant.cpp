@@ -341,8 +341,9 @@ namespace {
 // f32/f16 x, bf16 for bf16 x). The GPU forms each product exactly in f32 (11 + 11 or 8 + 8
 // significant bits fit in 24) and sums k of them in f32 in an order of cuBLAS's choosing: any
 // order of k - 1 additions errs by at most (k - 1) * u * sum|x~ w~| (u = 2^-24 for
-// round-to-nearest; 2^-23 here also covers accumulators that truncate). Then one rounding to
-// the output dtype: u_out * |y|. The bound is rigorous, and small enough that a wrong block,
+// round-to-nearest). Tensor cores may truncate, and align a group's products to its largest
+// exponent before adding (one more error of the same size per product), so the bound takes
+// 2 k additions of unit 2^-23. Then one rounding to the output dtype: u_out * |y|. The bound is rigorous, and small enough that a wrong block,
 // scale or row shows (a single weight off by its scale d moves y by |x| d >> the bound).
 struct PrefillCheck {
   std::vector<double> want, bound;
@@ -356,7 +357,7 @@ PrefillCheck prefill_reference(const std::vector<float>& w, const std::vector<fl
   for (size_t i = 0; i < w.size(); ++i) wr[i] = rnd(w[i]);
   for (size_t i = 0; i < x.size(); ++i) xr[i] = rnd(x[i]);
   const double u_out = xt == DType::F32 ? 0x1p-24 : (xt == DType::F16 ? 0x1p-11 : 0x1p-8);
-  const double gamma = double(k) * 0x1p-23;
+  const double gamma = 2.0 * double(k) * 0x1p-23;
   PrefillCheck c{std::vector<double>(m * n), std::vector<double>(m * n)};
   for (size_t i = 0; i < m; ++i)
     for (size_t o = 0; o < n; ++o) {
