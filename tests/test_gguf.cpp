@@ -249,9 +249,12 @@ TEST(GgufMalformed, AlignmentNotPowerOfTwo) {
 TEST(GgufMalformed, TensorCountTooLarge) { expect_io(B().header(1ull << 40, 0).zeros(64).s, "tensor count"); }
 TEST(GgufMalformed, UnknownGGMLType) {
   B b;
-  b.header(1, 0).tensor("x", {32}, 16, 0).pad().zeros(64);  // 16 = IQ2_XXS, not supported
-  expect_io(b.s, "unknown ggml type id 16");
-  expect_io(b.s, "Q4_K=12");  // the message lists the supported ones
+  b.header(1, 0).tensor("x", {32}, 16, 0).pad().zeros(64);                   // 16 = IQ2_XXS, not supported
+  expect_io(b.s, "ggml type IQ2_XXS (id 16), which wick does not support");  // names itself
+  expect_io(b.s, "Q4_K=12");                                                 // the message lists the supported ones
+  B c;
+  c.header(1, 0).tensor("x", {32}, 5, 0).pad().zeros(64);  // 5: an id ggml never assigned (Q4_3, removed)
+  expect_io(c.s, "unknown ggml type id 5");
 }
 TEST(GgufMalformed, TooManyDims) {
   expect_io(B().header(1, 0).tensor("x", {1, 1, 1, 1, 1}, 0, 0).pad().zeros(8).s, "at most 4");

@@ -347,9 +347,15 @@ struct GGUFFile::Impl {
       const size_t type_at = r.pos;
       const uint32_t type = r.get<uint32_t>(field + " type");
       const TypeInfo* tinfo = type_info(type);
-      if (!tinfo)
-        r.fail(field + " has unknown ggml type id " + std::to_string(type) + "; wick supports " + supported_list(),
+      if (!tinfo) {
+        // A type ggml defines but wick does not compute with (IQ2_XXS, TQ1_0, ...) is named.
+        const quant::GGMLTypeInfo* known = quant::ggml_type_info(type);
+        r.fail(field + (known ? " has ggml type " + std::string(known->name) + " (id " + std::to_string(type) +
+                                    "), which wick does not support"
+                              : " has unknown ggml type id " + std::to_string(type)) +
+                   "; wick supports " + supported_list(),
                type_at);
+      }
       ti.type = tinfo->type;
       const size_t off_at = r.pos;
       ti.offset = r.get<uint64_t>(field + " offset");
