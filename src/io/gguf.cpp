@@ -350,9 +350,10 @@ struct GGUFFile::Impl {
       if (!tinfo) {
         // A type ggml defines but wick does not compute with (IQ2_XXS, TQ1_0, ...) is named.
         const quant::GGMLTypeInfo* known = quant::ggml_type_info(type);
-        r.fail(field + (known ? " has ggml type " + std::string(known->name) + " (id " + std::to_string(type) +
-                                    "), which wick does not support"
-                              : " has unknown ggml type id " + std::to_string(type)) +
+        r.fail(field +
+                   (known ? " has ggml type " + std::string(known->name) + " (id " + std::to_string(type) +
+                                "), which wick does not support"
+                          : " has unknown ggml type id " + std::to_string(type)) +
                    "; wick supports " + supported_list(),
                type_at);
       }
