@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -301,16 +302,103 @@ int run_bench_torch(std::vector<Device> devices, const std::string& op, bool jso
   return failed ? 1 : 0;
 }
 
+// `bench --suite quant`: issue 8's quantized cases, timed as the torch suite times its cases, each
+// printed as a percentage of its baseline (copy bandwidth or the f16 matmul) measured first on the
+// same device. A baseline runs whenever a selected case needs it.
+int run_bench_quant(std::vector<Device> devices, const std::string& op, bool json, bool quick) {
+  std::vector<check::QuantBenchCase> cases = check::quant_bench_cases(quick);
+  auto selected = [&](const check::QuantBenchCase& c) {
+    return op.empty() || c.timing.name.find(op) != std::string::npos;
+  };
+  if (std::none_of(cases.begin(), cases.end(), selected)) {
+    std::vector<std::string> names;
+    for (const auto& c : cases) names.push_back(c.timing.name);
+    throw UsageError("--op '" + op + "' is in no quant-suite case name (--op matches a substring of one); the cases are:\n" +
+                     check::wrap_list(names));
+  }
+  if (devices.empty()) {
+    for (const Device& d : available_devices())
+      if (!d.is_cpu()) {
+        devices.push_back(d);
+        break;
+      }
+    if (devices.empty()) devices.push_back(Device::cpu());
+  }
+  const double min_repeat_s = quick ? 0.005 : 0.02;
+  nlohmann::json out = nlohmann::json::array();
+  bool failed = false;
+  if (!json)
+    std::printf("%-8s %-34s %-6s %-18s %6s %10s %16s  %s\n", "device", "case", "type", "m x k x n", "iters", "ms/call",
+                "rate", "% of baseline");
+  for (const Device& d : devices) {
+    std::map<std::string, double> rate;  // baseline name -> its rate on this device
+    std::vector<bool> needed(cases.size(), false);
+    for (size_t i = 0; i < cases.size(); ++i)
+      if (selected(cases[i])) {
+        needed[i] = true;
+        for (size_t j = 0; j < cases.size(); ++j)
+          if (cases[j].timing.name == cases[i].baseline) needed[j] = true;
+      }
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (!needed[i]) continue;
+      const check::TorchCase& c = cases[i].timing;
+      const std::string& base = cases[i].baseline;
+      if (json) std::fprintf(stderr, "bench: %s %s ...\n", d.name().c_str(), c.name.c_str());
+      check::TorchResult r = check::run_torch_case(c, d, min_repeat_s);
+      failed = failed || !r.error.empty();
+      const bool ran = r.skipped.empty() && r.error.empty();
+      if (ran && base.empty()) rate[c.name] = r.value;
+      const bool have_pct = ran && !base.empty() && rate.count(base) && rate[base] > 0;
+      const double pct = have_pct ? 100.0 * r.value / rate[base] : 0;
+      if (json) {
+        nlohmann::json j = {{"case", c.name},   {"op", c.op},       {"device", d.name()}, {"type", c.dtype},
+                            {"shape", c.shape}, {"bytes", c.bytes}, {"flops", c.flops},   {"unit", r.unit},
+                            {"baseline", base.empty() ? nlohmann::json(nullptr) : nlohmann::json(base)}};
+        if (!ran) {
+          j["seconds"] = nullptr;
+          j["value"] = nullptr;
+          j[r.error.empty() ? "skipped" : "error"] = r.error.empty() ? r.skipped : r.error;
+        } else {
+          j["seconds"] = r.seconds;
+          j["iters"] = r.iters;
+          j["value"] = r.value;
+        }
+        j["percent"] = have_pct ? nlohmann::json(pct) : nlohmann::json(nullptr);
+        out.push_back(j);
+        continue;
+      }
+      std::string shape = c.shape.size() == 3 ? std::to_string(c.shape[0]) + "x" + std::to_string(c.shape[1]) + "x" +
+                                                    std::to_string(c.shape[2])
+                                              : shape_str(c.shape);
+      if (!ran) {
+        std::printf("%-8s %-34s %-6s %-18s %s: %s\n", d.name().c_str(), c.name.c_str(), c.dtype.c_str(), shape.c_str(),
+                    r.error.empty() ? "skipped" : "ERROR", (r.error.empty() ? r.skipped : r.error).c_str());
+      } else {
+        char rt[64], pc[96];
+        std::snprintf(rt, sizeof rt, "%.3f %s", r.value, r.unit.c_str());
+        if (base.empty()) std::snprintf(pc, sizeof pc, "(baseline)");
+        else if (have_pct) std::snprintf(pc, sizeof pc, "%.1f%% of %s", pct, base.c_str());
+        else std::snprintf(pc, sizeof pc, "- (%s did not run)", base.c_str());
+        std::printf("%-8s %-34s %-6s %-18s %6zu %10.4f %16s  %s\n", d.name().c_str(), c.name.c_str(), c.dtype.c_str(),
+                    shape.c_str(), r.iters, r.seconds * 1e3, rt, pc);
+      }
+      std::fflush(stdout);
+    }
+  }
+  if (json) std::printf("%s\n", out.dump(1).c_str());
+  return failed ? 1 : 0;
+}
+
 int run_bench(const BenchArgs& a, bool reps_given, bool size_given) {
   std::vector<Device> devices = parse_devices(a.devices);
-  if (a.suite == "torch") {
+  if (a.suite == "torch" || a.suite == "quant") {
     if (reps_given || size_given)
-      throw UsageError(std::string(reps_given ? "--reps" : "--size") +
-                       " belongs to the default suite; --suite torch repeats each case for a fixed time "
-                       "(--quick shrinks its shapes)");
-    return run_bench_torch(devices, a.op, a.json, a.quick);
+      throw UsageError(std::string(reps_given ? "--reps" : "--size") + " belongs to the default suite; --suite " +
+                       a.suite + " repeats each case for a fixed time (--quick shrinks its shapes)");
+    return a.suite == "torch" ? run_bench_torch(devices, a.op, a.json, a.quick)
+                              : run_bench_quant(devices, a.op, a.json, a.quick);
   }
-  if (a.quick) throw UsageError("--quick belongs to --suite torch; use --size small here");
+  if (a.quick) throw UsageError("--quick belongs to --suite torch and --suite quant; use --size small here");
   check::BenchSize size = a.size == "small"   ? check::BenchSize::Small
                           : a.size == "large" ? check::BenchSize::Large
                                               : check::BenchSize::Default;
@@ -353,14 +441,17 @@ Command add_bench(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("bench", "timed cases: warm-up once, then the median of --reps runs");
   cmd->footer(
       "--suite torch: the cases bench/vs_torch.py times beside PyTorch; default device: the first GPU, else cpu.\n"
-      "It takes --device, --op, --json and --quick, not --reps or --size.\n");
+      "--suite quant: quantized matrix-vector (1 x k x n; Q4_0, Q4_K, Q6_K, Q8_0, MXFP4) as weight bytes / time,\n"
+      "in % of the copy bandwidth measured in the same run (GPU: device copy, bytes read + written; CPU: a read\n"
+      "loop on every core), and Q4_K 512x4096x4096 in % of the f16 matmul's TFLOP/s; default device as torch.\n"
+      "Both take --device, --op, --json and --quick, not --reps or --size.\n");
   auto a = std::make_shared<BenchArgs>();
   add_device_option(cmd, &a->devices, "cpu, cuda:N, rocm:N or gpu:N; repeatable (default: every device)");
   cmd->add_option("--op", a->op, "only the cases whose name contains this (e.g. matmul)")->type_name("SUBSTR");
   cmd->add_flag("--json", a->json, "a JSON array on stdout instead of a table");
-  cmd->add_option("--suite", a->suite, "torch: the cases of bench/vs_torch.py (see below)")
+  cmd->add_option("--suite", a->suite, "torch: the cases of bench/vs_torch.py; quant: quantized cases (see below)")
       ->type_name("S")
-      ->check(CLI::IsMember({"default", "torch"}));
+      ->check(CLI::IsMember({"default", "torch", "quant"}));
   CLI::Option* size = cmd->add_option("--size", a->size, "small (a smoke test); large adds matmul_4096")
                           ->type_name("S")
                           ->check(CLI::IsMember({"small", "default", "large"}));
@@ -377,7 +468,7 @@ Command add_bench(CLI::App& root) {
                                 return "takes an integer > 0 (at most 1000000), not '" + s + "'";
                               },
                               ""));
-  cmd->add_flag("--quick", a->quick, "--suite torch only: shrink every shape, for a smoke test");
+  cmd->add_flag("--quick", a->quick, "--suite torch/quant only: shrink every shape, for a smoke test");
   return {cmd, [a, size, reps] { return run_bench(*a, reps->count() > 0, size->count() > 0); }};
 }
 

@@ -64,3 +64,20 @@ TorchResult run_torch_case(const TorchCase& c, Device device, double min_repeat_
 std::string torch_case_unit(const TorchCase& c);
 
 }  // namespace wick::check
+
+namespace wick::check {
+
+// `wick bench --suite quant`: issue 8's quantized cases, each printed as a percentage of a rate
+// measured in the same run on the same device: the matrix-vector products (1 x k x n, x f32, W
+// (n, k) random valid blocks; calls rotate over copies of W filling 1 GiB, so W comes from memory,
+// not a cache) as effective weight bandwidth (W's bytes / time) against the copy
+// bandwidth (GPU: a 512 MiB device-to-device copy, counted as its 1 GiB read + written; CPU: a read
+// loop over 1 GiB on every core), and the Q4_K batch product against wick's f16 matmul of the
+// same shape.
+struct QuantBenchCase {
+  TorchCase timing;      // shape {m, k, n}; bytes (matvec: the weights) or flops
+  std::string baseline;  // the case whose rate is 100%; empty for the two baselines
+};
+std::vector<QuantBenchCase> quant_bench_cases(bool quick);
+
+}  // namespace wick::check
