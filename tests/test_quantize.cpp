@@ -124,11 +124,13 @@ TEST(Quantize, EverySupportedTypeHasLlamaBytes) {
 // ggml's GROUP_MAX_EPS), heavy-tailed, exact-tie and sparse rows: the bytes llama.cpp writes.
 TEST(Quantize, ByteIdenticalToLlamaCpp) { check_set("rows"); }
 
-// NaN, +/-Inf and values near f16's / f32's limits: llama.cpp (x86) is the reference here too.
-// What it does: a NaN is skipped by every max/min search (except Q8_0/Q8_1's MAX when it is a
-// block's last element, which makes d NaN); elements that scale to NaN store the low byte of x86's
-// INT32_MIN (0); an Inf makes its block's scale Inf (legacy, Q8_x) or NaN/garbage (the searches),
-// with the other elements at level 0 or the middle level. Same bytes in wick.
+// NaN (also with payloads), +/-Inf and values near f16's / f32's limits: llama.cpp (x86) is the
+// reference here too, and wick gives its bytes. What that means (decoded with gguf-py): a NaN is
+// skipped by every max/min/scale search and its block decodes finite, except in Q8_0/Q8_1 when it
+// is a block's last element (ggml's MAX(amax, NaN) then makes d NaN: the block decodes to NaN).
+// An Inf only spoils its own block: Q4_0..Q8_0, Q2_K, Q4_K, Q5_K and IQ4_NL decode it to Inf/NaN
+// everywhere; Q3_K, Q6_K, IQ4_XS and MXFP4 to finite values (the Inf lost). Other blocks of the
+// row are unaffected.
 TEST(Quantize, NanInfAndExtremesAsLlamaCpp) { check_set("special"); }
 
 // gguf-py's NumPy quantizers (quant.json, gen_quant.py) give the same legacy bytes.
