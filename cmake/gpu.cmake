@@ -42,13 +42,30 @@ elseif(WICK_GPU STREQUAL "rocm")
     set(wick_trim_targets ON)
   endif()
   if(NOT CMAKE_HIP_COMPILER)
-    foreach(c ${WICK_ROCM_PATH}/lib/llvm/bin/clang++ ${WICK_ROCM_PATH}/llvm/bin/clang++ /usr/bin/clang++-17
-              /usr/bin/clang++)
+    # ROCm says where its clang is (`hipconfig -l`: /usr/lib/llvm-21/bin on Debian forky); the
+    # usual places are fallbacks for installs without hipconfig.
+    set(wick_hip_candidates "")
+    find_program(WICK_HIPCONFIG hipconfig HINTS ${WICK_ROCM_PATH}/bin)
+    if(WICK_HIPCONFIG)
+      execute_process(COMMAND ${WICK_HIPCONFIG} -l OUTPUT_VARIABLE wick_hip_llvm_bin
+                      OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+      if(rc EQUAL 0 AND NOT wick_hip_llvm_bin STREQUAL "")
+        list(APPEND wick_hip_candidates ${wick_hip_llvm_bin}/clang++)
+      endif()
+    endif()
+    list(APPEND wick_hip_candidates ${WICK_ROCM_PATH}/lib/llvm/bin/clang++ ${WICK_ROCM_PATH}/llvm/bin/clang++
+         /usr/bin/clang++-17 /usr/bin/clang++)
+    foreach(c ${wick_hip_candidates})
       if(EXISTS ${c})
         set(CMAKE_HIP_COMPILER ${c})
         break()
       endif()
     endforeach()
+    if(NOT CMAKE_HIP_COMPILER)
+      string(REPLACE ";" ", " wick_looked "${wick_hip_candidates}")
+      message(FATAL_ERROR "wick: no HIP compiler found (looked in ${wick_looked}); install ROCm's hipcc "
+                          "(Debian: hipcc) or pass -DCMAKE_HIP_COMPILER=/path/to/clang++")
+    endif()
   endif()
   # Keep only the targets this compiler knows (ROCm 5.7 has no gfx12), saying so.
   set(wick_ok_targets "")
@@ -85,3 +102,4 @@ endif()
 string(REPLACE ";" "," wick_targets_commas "${WICK_GPU_TARGETS}")
 target_compile_definitions(wick PRIVATE "WICK_GPU_TARGETS_STR=\"${wick_targets_commas}\"")
 message(STATUS "wick: GPU backend ${WICK_GPU} for ${WICK_GPU_TARGETS}")
+include(${PROJECT_SOURCE_DIR}/cmake/gpu_bench.cmake)  # bench/gpu_qmatvec

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Creates (or reuses) a Debian 13 (trixie) root holding ROCm 5.7's hipcc and rocBLAS, for the
-# HIP build of wick (Debian 12 hosts have no usable ROCm), and bind-mounts this repository at
-# ROOT/src/wick. Needs root (debootstrap, chroot, mount); about 75 s and 3.5 GB the first time.
-# Usage: bash scripts/rocm_root.sh   (WICK_ROCM_ROOT overrides /var/tmp/wick-rocm-root)
+# Creates (or reuses) a Debian root holding ROCm's hipcc and rocBLAS, for the HIP build of wick
+# (Debian 12 hosts have no usable ROCm), and bind-mounts this repository at ROOT/src/wick. Needs
+# root (debootstrap, chroot, mount); about 75 s and 3.5 GB the first time.
+#   WICK_ROCM_SUITE=trixie (default): Debian 13, ROCm 5.7 (clang 17), what Debian stable users have.
+#   WICK_ROCM_SUITE=forky: Debian testing, HIP 6.4 / hipcc 7 on clang 21, rocBLAS 6.4 (RDNA4 targets).
+#     debootstrap has no forky script (sid's is used with the suite name), and the testing mirror's
+#     Release file may be past its Valid-Until date, so apt in the root does not check it.
+# Usage: bash scripts/rocm_root.sh   (WICK_ROCM_ROOT overrides /var/tmp/wick-rocm-root or
+# /var/tmp/wick-rocm-forky)
 # Progress goes to stderr; the last line of stdout is ROOT. The bind mount is left in place.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd -P)"
-root="${WICK_ROCM_ROOT:-/var/tmp/wick-rocm-root}"
+suite="${WICK_ROCM_SUITE:-trixie}"
+case "$suite" in
+  trixie) root="${WICK_ROCM_ROOT:-/var/tmp/wick-rocm-root}"; script="" ;;
+  forky) root="${WICK_ROCM_ROOT:-/var/tmp/wick-rocm-forky}"; script=/usr/share/debootstrap/scripts/sid ;;
+  *) echo "rocm_root: WICK_ROCM_SUITE must be trixie or forky, got '$suite'" >&2; exit 1 ;;
+esac
 pkgs=(hipcc libamdhip64-dev librocblas-dev cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
 
 say() { echo "rocm_root: $*" >&2; }
@@ -51,8 +61,11 @@ else
     command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
     mirror="$(mirror_of_host)"
     [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
-    say "debootstrap trixie into $root from $mirror"
-    $sudo debootstrap --variant=minbase trixie "$root" "$mirror" >&2
+    say "debootstrap $suite into $root from $mirror"
+    $sudo debootstrap --variant=minbase "$suite" "$root" "$mirror" $script >&2
+  fi
+  if [ "$suite" = forky ]; then
+    echo 'Acquire::Check-Valid-Until "false";' | $sudo tee "$root/etc/apt/apt.conf.d/99wick-no-valid-until" >/dev/null
   fi
   [ -f /etc/resolv.conf ] && $sudo cp -L /etc/resolv.conf "$root/etc/resolv.conf"
   # Some maintainer scripts want /proc; mounted for the install only.
