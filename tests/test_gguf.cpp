@@ -443,3 +443,18 @@ TEST(GgufFuzzRegression, EmptyRowsKeepTheirCount) {
   }
   EXPECT_EQ(q.matmul_t(Tensor::zeros({2, 0}, DType::F32)).shape(), (Shape{2, 3}));
 }
+
+// Found by the fuzzer: dims [2^44 + 1, 0, 2^43] hold no elements, so the element count did not
+// overflow and the file opened, but the non-zero dims' product (a stride) passes 2^63 and load()
+// refused the shape. The reader now refuses it at open, naming the dimension.
+TEST(GgufFuzzRegression, EmptyTensorWithHugeDims) {
+  expect_io(B().header(1, 0).tensor("x", {(1ull << 44) + 1, 0, 1ull << 43}, 0, 0).pad().s,
+            "dimensions overflow the element count at dimension 2");
+  expect_io(B().header(1, 0).tensor("q", {0, 1ull << 32, 1ull << 32}, 2, 0).pad().s, "overflow");  // Q4_0
+  // an empty tensor whose other dims fit is fine
+  B ok;
+  ok.header(1, 0).tensor("e", {1ull << 20, 0, 1ull << 20}, 0, 0).pad();
+  const std::string path = wick::test::tmp_path("empty_ok.gguf");
+  write_bytes(path, ok.s);
+  EXPECT_EQ(GGUFFile::open(path).load("e").shape(), (Shape{1ull << 20, 0, 1ull << 20}));
+}

@@ -335,12 +335,14 @@ struct GGUFFile::Impl {
       if (nd > kMaxDims)
         r.fail(field + " has " + std::to_string(nd) + " dimensions; GGUF allows at most " + std::to_string(kMaxDims),
                nd_at);
-      uint64_t numel = 1;
+      // The product of the non-zero dims must fit too, even when a zero dim makes the tensor
+      // empty: strides are that large (the fuzzer found [2^44 + 1, 0, 2^43], which load() refused).
+      uint64_t numel = 1, span = 1;
       for (uint32_t d = 0; d < nd; ++d) {
         const size_t d_at = r.pos;
         uint64_t n = r.get<uint64_t>(field + " dimension " + std::to_string(d));
         if (n > uint64_t(std::numeric_limits<int64_t>::max()) || __builtin_mul_overflow(numel, n, &numel) ||
-            numel > uint64_t(std::numeric_limits<int64_t>::max()))
+            __builtin_mul_overflow(span, n ? n : 1, &span) || span > uint64_t(std::numeric_limits<int64_t>::max()))
           r.fail(field + " dimensions overflow the element count at dimension " + std::to_string(d), d_at);
         ti.dims.push_back(n);
       }
