@@ -134,13 +134,15 @@ std::string file_type_names() {
 
 // On a terminal one line redrawn in place; otherwise (a log, a pipe) one plain line per tensor.
 void show_progress(const check::QuantizeStep& s, bool tty) {
-  const double gb = 1e9;
+  // GB for a model, MB for a small file.
+  const double gb = s.total_bytes >= 1e9 ? 1e9 : 1e6;
+  const char* unit = s.total_bytes >= 1e9 ? "GB" : "MB";
   if (tty) {
     const int width = 30;
     const int filled = s.total_bytes ? int(double(width) * double(s.done_bytes) / double(s.total_bytes)) : width;
     std::string bar = std::string(size_t(filled), '=') + std::string(size_t(width - filled), ' ');
-    std::fprintf(stderr, "\r\033[K[%s] %zu/%zu tensors, %.2f/%.2f GB  %s", bar.c_str(), s.index, s.count,
-                 double(s.done_bytes) / gb, double(s.total_bytes) / gb, s.name.c_str());
+    std::fprintf(stderr, "\r\033[K[%s] %zu/%zu tensors, %.2f/%.2f %s  %s", bar.c_str(), s.index, s.count,
+                 double(s.done_bytes) / gb, double(s.total_bytes) / gb, unit, s.name.c_str());
     if (s.index == s.count) std::fprintf(stderr, "\n");
   } else {
     std::fprintf(stderr, "[%zu/%zu] %s: %s -> %s, %zu -> %zu bytes%s%s\n", s.index, s.count, s.name.c_str(),
