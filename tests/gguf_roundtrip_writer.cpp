@@ -1,7 +1,9 @@
 // Writes a GGUF with wick (save_gguf) and a JSON of what it wrote, for the ctest gguf_py_roundtrip:
 // gguf-py's GGUFReader must read the same metadata and tensors back, and gguf-py's dequantizers
 // must give the values wick's dequantize gives (tests/fixtures/gen_gguf.py --roundtrip).
-// Usage: gguf_roundtrip_writer OUT.gguf OUT.json
+// Usage: gguf_roundtrip_writer OUT.gguf OUT.json [--no-nested]
+// --no-nested leaves out the nested array, which gguf-py reads but llama.cpp's own reader (ggml's
+// gguf.cpp) refuses ("invalid GGUF type 9"): the file for checking with ggml.
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -72,8 +74,9 @@ std::string f32_hex(const Tensor& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s OUT.gguf OUT.json\n", argv[0]);
+  const bool nested = !(argc == 4 && std::string(argv[3]) == "--no-nested");
+  if (argc != 3 && nested) {
+    std::fprintf(stderr, "usage: %s OUT.gguf OUT.json [--no-nested]\n", argv[0]);
     return 2;
   }
   try {
@@ -108,6 +111,8 @@ int main(int argc, char** argv) {
         {"rt.nested", V::of_array(GGUFType::Array, {V::of_array(GGUFType::I16, {V::of_i16(1), V::of_i16(-2)}),
                                                     V::of_array(GGUFType::I16, {V::of_i16(3)})})},
     };
+
+    if (!nested) meta.pop_back();  // rt.nested is last
 
     // plain tensors: a transposed (strided) f32 view, f16, bf16
     const Tensor a = Tensor::randn({3, 2}, DType::F32, Device::cpu(), 1).t();
