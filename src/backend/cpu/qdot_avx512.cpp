@@ -38,81 +38,167 @@ inline __m256i lane0(int32_t v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si12
 // ---- 32-element blocks with 16 nibble bytes: Q4_0, IQ4_NL, MXFP4.
 enum class Nib { Q4_0, IQ4_NL, MXFP4 };
 
+template <Nib K>
+inline float nib_scale(const uint8_t* b) {
+  if constexpr (K == Nib::MXFP4) {
+    const uint32_t e = b[0];  // e8m0 halved, as the decoder: 2^(e - 128), subnormal for e < 2
+    const uint32_t bits = e < 2 ? (0x00200000u << e) : ((e - 1) << 23);
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+  } else {
+    return f16(b);
+  }
+}
+
+// Two blocks per step in one zmm: the nibbles of blocks A and B as [A lo, A hi, B lo, B hi]
+// against 64 contiguous activation bytes; lanes 0-7 sum block A, 8-15 block B, scaled by
+// [dA dxA x8, dB dxB x8]. The offset (-8 for Q4_0, -128 for the table types) is applied in f32
+// through sum over blocks of d_w * (s * d_x), kept apart and subtracted once at the end.
 template <Nib K, int M>
 void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   constexpr size_t BB = K == Nib::MXFP4 ? 17 : 18;
   constexpr size_t QS = K == Nib::MXFP4 ? 1 : 2;
-  // The nibble's value as an unsigned byte and the offset it carries: Q4_0 q (- 8), the others
-  // their signed level + 128 (- 128).
   constexpr int32_t off = K == Nib::Q4_0 ? 8 : 128;
+  // The nibble's value as an unsigned byte: Q4_0 q itself, the others their signed level + 128.
   const __m128i lut =
       K == Nib::Q4_0 ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
       : K == Nib::IQ4_NL
           ? _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15)
           : _mm_setr_epi8(-128, -127, -126, -125, -124, -122, -120, -116, -128, 127, 126, 125, 124, 122, 120, 116);
-  const __m256i lut2 = _mm256_broadcastsi128_si256(lut);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  __m256 acc[M];
-  for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
-  for (size_t ib = 0; ib < nb; ++ib) {
+  const __m512i lut4 = _mm512_broadcast_i32x4(lut);
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[M];
+  __m128 corr[M];
+  for (int r = 0; r < M; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    corr[r] = _mm_setzero_ps();
+  }
+  size_t ib = 0;
+  for (; ib + 2 <= nb; ib += 2) {
     const uint8_t* b = w + ib * BB;
-    float dw;
+    const __m128i ra = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + QS));
+    const __m128i rb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + BB + QS));
+    const __m256i ab = _mm256_set_m128i(rb, ra);
+    __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(ab), _mm256_srli_epi16(ab, 4), 1), m4);
+    q = _mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(3, 1, 2, 0));  // [A lo, A hi, B lo, B hi]
+    if constexpr (K != Nib::Q4_0) q = _mm512_shuffle_epi8(lut4, q);
+    __m128 dw;
     if constexpr (K == Nib::MXFP4) {
-      // e8m0 halved (as the decoder): 2^(e - 128), subnormal for e < 2
-      const uint32_t e = b[0];
-      const uint32_t bits = e < 2 ? (0x00200000u << e) : ((e - 1) << 23);
-      __builtin_memcpy(&dw, &bits, 4);
-    } else {
-      dw = f16(b);
+      dw = _mm_unpacklo_ps(_mm_set_ss(nib_scale<K>(b)), _mm_set_ss(nib_scale<K>(b + BB)));
+    } else {  // both f16 scales through one conversion
+      uint16_t ha, hb;
+      __builtin_memcpy(&ha, b, 2);
+      __builtin_memcpy(&hb, b + BB, 2);
+      dw = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(ha) | (uint32_t(hb) << 16))));
     }
+    for (int r = 0; r < M; ++r) {
+      const __m512i xq = _mm512_load_si512(x[r].q + ib * 32);
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq);
+      const __m128 dx = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x[r].d + ib)));
+      const __m128 sd = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x[r].sd + ib)));
+      const __m512 dd = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc[r]);
+      corr[r] = _mm_fmadd_ps(dw, sd, corr[r]);
+    }
+  }
+  float tail[M];
+  for (int r = 0; r < M; ++r) tail[r] = 0;
+  if (ib < nb) {  // an odd last block: one ymm, the offset exact in int32
+    const uint8_t* b = w + ib * BB;
+    const float dw = nib_scale<K>(b);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + QS));
-    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
-    if constexpr (K != Nib::Q4_0) q = _mm256_shuffle_epi8(lut2, q);
+    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+    if constexpr (K != Nib::Q4_0) q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(lut), q);
     for (int r = 0; r < M; ++r) {
       const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[r].q + ib * 32));
       const __m256i s = _mm256_dpbusd_epi32(lane0(-off * x[r].s[ib]), q, xq);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * x[r].d[ib]), acc[r]);
+      tail[r] = hsum(_mm256_cvtepi32_ps(s)) * (dw * x[r].d[ib]);
     }
   }
-  for (int r = 0; r < M; ++r) out[r] = hsum(acc[r]);
+  for (int r = 0; r < M; ++r) {
+    const __m128 c = _mm_add_ss(corr[r], _mm_movehdup_ps(corr[r]));
+    out[r] = _mm512_reduce_add_ps(acc[r]) - float(off) * _mm_cvtss_f32(c) + tail[r];
+  }
 }
 
-// ---- Q8_0: signed weights + 128 (an xor of the sign bit).
+// ---- Q8_0: signed weights + 128 (an xor of the sign bit), two blocks per zmm as the nibble
+// types, the -128 * s offset in f32 (see nib_kernel).
 template <int M>
 void q8_0_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
-  const __m256i sign = _mm256_set1_epi8(-128);
-  __m256 acc[M];
-  for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
-  for (size_t ib = 0; ib < nb; ++ib) {
+  const __m512i sign = _mm512_set1_epi8(-128);
+  const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  __m512 acc[M];
+  __m128 corr[M];
+  for (int r = 0; r < M; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    corr[r] = _mm_setzero_ps();
+  }
+  size_t ib = 0;
+  for (; ib + 2 <= nb; ib += 2) {
+    const uint8_t* b = w + ib * 34;
+    const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+    const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36));
+    const __m512i q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1), sign);
+    uint16_t ha, hb;
+    __builtin_memcpy(&ha, b, 2);
+    __builtin_memcpy(&hb, b + 34, 2);
+    const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(ha) | (uint32_t(hb) << 16))));
+    for (int r = 0; r < M; ++r) {
+      const __m512i xq = _mm512_load_si512(x[r].q + ib * 32);
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq);
+      const __m128 dx = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x[r].d + ib)));
+      const __m128 sd = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x[r].sd + ib)));
+      const __m512 dd = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc[r]);
+      corr[r] = _mm_fmadd_ps(dw, sd, corr[r]);
+    }
+  }
+  float tail[M];
+  for (int r = 0; r < M; ++r) tail[r] = 0;
+  if (ib < nb) {  // an odd last block: one ymm, the offset exact in int32
     const uint8_t* b = w + ib * 34;
     const float dw = f16(b);
-    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)), sign);
+    const __m256i q =
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)), _mm256_set1_epi8(-128));
     for (int r = 0; r < M; ++r) {
       const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[r].q + ib * 32));
       const __m256i s = _mm256_dpbusd_epi32(lane0(-128 * x[r].s[ib]), q, xq);
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * x[r].d[ib]), acc[r]);
+      tail[r] = hsum(_mm256_cvtepi32_ps(s)) * (dw * x[r].d[ib]);
     }
   }
-  for (int r = 0; r < M; ++r) out[r] = hsum(acc[r]);
+  for (int r = 0; r < M; ++r) {
+    const __m128 c = _mm_add_ss(corr[r], _mm_movehdup_ps(corr[r]));
+    out[r] = _mm512_reduce_add_ps(acc[r]) - 128.0f * _mm_cvtss_f32(c) + tail[r];
+  }
 }
 
 inline float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
 
-// Q4_K / Q5_K's 6-bit scale and min of group g (0..7) from the 12 scale bytes.
-inline void scale_min(const uint8_t* s, int g, int& sc, int& mn) {
-  if (g < 4) {
-    sc = s[g] & 63;
-    mn = s[g + 4] & 63;
-  } else {
-    sc = (s[g + 4] & 15) | ((s[g - 4] >> 2) & 0x30);
-    mn = (s[g + 4] >> 4) | ((s[g] >> 2) & 0x30);
-  }
+// ---- Q4_K: 64 elements (two groups of 32: low and high nibbles of 32 bytes) per zmm.
+// The 8 6-bit scales (bytes 0-7 of sc) and mins (bytes 0-7 of mn) of Q4_K / Q5_K from the 12
+// scale bytes, four at a time in 32-bit words (the layout of quant_blocks.hpp's scale_min_k4).
+inline void scales_mins_k4(const uint8_t* s, uint32_t sc[2], uint32_t mn[2]) {
+  uint32_t u[3];
+  __builtin_memcpy(u, s, 12);
+  sc[0] = u[0] & 0x3f3f3f3fu;
+  mn[0] = u[1] & 0x3f3f3f3fu;
+  sc[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+  mn[1] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
 }
 
-// ---- Q4_K: 64 elements (two groups of 32: low and high nibbles of 32 bytes) per zmm.
+// ---- Q4_K: 64 elements (two groups of 32: low and high nibbles of 32 bytes) per zmm, int16
+// pair sums times the group's scale through vpdpwssd; the mins through the activation's sums.
 template <int M>
 void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512i sidx[4];  // int16 lanes 0-15 from scale 2j, 16-31 from 2j + 1
+  for (int j = 0; j < 4; ++j) {
+    alignas(64) int16_t idx[32];
+    for (int i = 0; i < 32; ++i) idx[i] = int16_t(2 * j + i / 16);
+    sidx[j] = _mm512_load_si512(idx);
+  }
   __m512 acc[M];
   float mins[M];
   for (int r = 0; r < M; ++r) {
@@ -122,16 +208,17 @@ void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * 144;
     const float d = f16(b), dmin = f16(b + 2);
-    int sc[8], mn[8];
-    for (int g = 0; g < 8; ++g) scale_min(b + 4, g, sc[g], mn[g]);
+    uint32_t sc[2], mn[2];
+    scales_mins_k4(b + 4, sc, mn);
+    const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(sc[1]), int(sc[0]))));
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(mn[1]), int(mn[0])));
     __m512i sumi[M];
     for (int r = 0; r < M; ++r) sumi[r] = _mm512_setzero_si512();
     for (int j = 0; j < 4; ++j) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * j));
       const __m512i q =
           _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
-      const __m512i scv =
-          _mm512_inserti64x4(_mm512_set1_epi16(int16_t(sc[2 * j])), _mm256_set1_epi16(int16_t(sc[2 * j + 1])), 1);
+      const __m512i scv = _mm512_permutexvar_epi16(sidx[j], sc16);
       for (int r = 0; r < M; ++r) {
         const __m512i xq = _mm512_load_si512(x[r].q + ib * 256 + 64 * j);
         sumi[r] = _mm512_dpwssd_epi32(sumi[r], _mm512_maddubs_epi16(q, xq), scv);
@@ -140,10 +227,13 @@ void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     for (int r = 0; r < M; ++r) {
       const float dx = x[r].d[ib];
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[r]), _mm512_set1_ps(d * dx), acc[r]);
-      const int16_t* bs = x[r].bs + ib * 16;
-      int32_t m = 0;
-      for (int g = 0; g < 8; ++g) m += mn[g] * (bs[2 * g] + bs[2 * g + 1]);
-      mins[r] += dmin * dx * float(m);
+      // the 8 sums of 32 from the 16 sums of 16, times the mins
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].bs + ib * 16));
+      const __m128i bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      __m128i p = _mm_madd_epi16(bs32, mn16);
+      p = _mm_add_epi32(p, _mm_shuffle_epi32(p, _MM_SHUFFLE(1, 0, 3, 2)));
+      p = _mm_add_epi32(p, _mm_shuffle_epi32(p, _MM_SHUFFLE(2, 3, 0, 1)));
+      mins[r] += dmin * dx * float(_mm_cvtsi128_si32(p));
     }
   }
   for (int r = 0; r < M; ++r) out[r] = hsum512(acc[r]) - mins[r];

@@ -14,6 +14,7 @@ struct XRow {
   const float* d;     // scale per block (k / 32 for Q8_0, k / 256 for Q8_K)
   const int32_t* s;   // Q8_0: sum of the block's 32 q (for offsets such as Q4_0's -8)
   const int16_t* bs;  // Q8_K: sums of each 16 q (k / 16 of them, as block_q8_K's bsums)
+  const float* sd;    // Q8_0: s * d per block in f32 (a weight offset's share, in the float domain)
 };
 
 // out[r] = dot(weight row w (nb blocks of its type), activation row x[r]) for r < m (1..8):

@@ -27,13 +27,11 @@ namespace {
 
 constexpr size_t kMaxMatvecRows = 8;  // rows one kernel call takes (qdot::RowDot)
 
-// Which path takes m > 8 rows: dequantize + sgemm unless WICK_QMATMUL_PATH=int (for measuring).
+// Which path takes m > 8 rows: dequantize + sgemm unless WICK_QMATMUL_PATH=int (for measuring,
+// bench/cpu_qmatvec.cpp; read on every call, which costs nothing next to such a matmul).
 bool int_path_for_many_rows() {
-  static const bool v = [] {
-    const char* e = std::getenv("WICK_QMATMUL_PATH");
-    return e && std::string(e) == "int";
-  }();
-  return v;
+  const char* e = std::getenv("WICK_QMATMUL_PATH");
+  return e && std::string(e) == "int";
 }
 
 // Row i of x (unit last stride) as k floats in dst.
@@ -61,14 +59,16 @@ void quantize_activations(const Storage& x, const Layout& l, size_t m, size_t k,
   const size_t be = qk ? 256 : 32, nb = k / be;
   const size_t q_bytes = round_up(k, 64), d_bytes = round_up(nb * 4, 64);
   const size_t s_bytes = round_up(qk ? (k / 16) * 2 : nb * 4, 64);
-  const size_t row_bytes = q_bytes + d_bytes + s_bytes;
+  const size_t sd_bytes = qk ? 0 : round_up(nb * 4, 64);
+  const size_t row_bytes = q_bytes + d_bytes + s_bytes + sd_bytes;
   a.buf.resize(m * row_bytes + 64);
   uint8_t* base = a.buf.data() + (64 - reinterpret_cast<uintptr_t>(a.buf.data()) % 64) % 64;
   a.rows.resize(m);
   for (size_t i = 0; i < m; ++i) {
     uint8_t* r = base + i * row_bytes;
     a.rows[i] = {reinterpret_cast<int8_t*>(r), reinterpret_cast<float*>(r + q_bytes),
-                 reinterpret_cast<int32_t*>(r + q_bytes + d_bytes), reinterpret_cast<int16_t*>(r + q_bytes + d_bytes)};
+                 reinterpret_cast<int32_t*>(r + q_bytes + d_bytes), reinterpret_cast<int16_t*>(r + q_bytes + d_bytes),
+                 reinterpret_cast<float*>(r + q_bytes + d_bytes + s_bytes)};
   }
   // Chunks of up to kChunk elements of one row: f32 x through a stack buffer, each block encoded
   // by the shared encoder (the bytes llama.cpp writes), then unpacked into the row's arrays.
@@ -116,6 +116,7 @@ void quantize_activations(const Storage& x, const Layout& l, size_t m, size_t k,
             int32_t sum = 0;
             for (int t = 0; t < 32; ++t) sum += int8_t(blk[2 + t]);
             s[ib] = sum;
+            const_cast<float*>(r.sd)[ib] = float(sum) * d[ib];
           }
         }
       },
@@ -153,11 +154,12 @@ void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activa
                     const Ctx& cx = *static_cast<const Ctx*>(p);
                     const size_t r0 = c * cx.rows_per_chunk, r1 = std::min(cx.n, r0 + cx.rows_per_chunk);
                     float out[kMaxMatvecRows];
-                    for (size_t r = r0; r < r1; ++r) {
-                      const uint8_t* wr = cx.w + r * cx.row_bytes;
-                      for (size_t i0 = 0; i0 < cx.m; i0 += kMaxMatvecRows) {
-                        const int mm = int(std::min(kMaxMatvecRows, cx.m - i0));
-                        cx.kern(wr, cx.nb, cx.x + i0, mm, out);
+                    // Groups of 8 x rows outermost: a group's activations stay in cache across
+                    // the chunk's weight rows, and the chunk's ~32 KiB of weights across groups.
+                    for (size_t i0 = 0; i0 < cx.m; i0 += kMaxMatvecRows) {
+                      const int mm = int(std::min(kMaxMatvecRows, cx.m - i0));
+                      for (size_t r = r0; r < r1; ++r) {
+                        cx.kern(cx.w + r * cx.row_bytes, cx.nb, cx.x + i0, mm, out);
                         for (int i = 0; i < mm; ++i) store(cx.dt, cx.y, (i0 + i) * cx.n + r, out[i]);
                       }
                     }

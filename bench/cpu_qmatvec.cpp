@@ -1,0 +1,210 @@
+// CPU quantized matrix-vector speed against the machine's read bandwidth (issue 8, item 5: Q4_0
+// and Q8_0 matrix-vector at >= 80% of the measured memory bandwidth for a 4096x11008 weight).
+//
+//   bench_cpu_qmatvec [--reps N] [--quick]
+//
+// 1. Read bandwidth: a sum over a 1 GiB buffer on all the pool's threads, whole and in 32 MiB
+//    windows (see read_bandwidth), best of N.
+// 2. y = x @ W^T for x (1, 4096) f32 and W (11008, 4096) in Q4_0, Q8_0, Q4_K, Q6_K (+ the other
+//    SIMD types) at every kernel level the CPU has: best and median time, GB/s of weight bytes
+//    (best), % of (1). The runs cycle through copies of W that together fill 1 GiB.
+// 3. More rows (Q4_0, Q4_K, W 4096x4096): the integer kernels in groups of 8 rows against
+//    dequantize + sgemm (the path qmatmul takes beyond 8 rows), GFLOP/s.
+// Weights are random f32 rows quantized by wick's CPU quantizer, tiled to the full height (every
+// row has its own bytes in memory, so the weight stream is all 11008 rows).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/qdot.hpp"
+#include "backend/cpu/thread_pool.hpp"
+#include "wick/quant.hpp"
+#include "wick/wick.hpp"
+
+using namespace wick;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// Sum of n uint64 with 4 AVX2 accumulators (read-only stream); scalar where AVX2 is missing.
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t* p, size_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  alignas(32) uint64_t t[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(t),
+                     _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+  uint64_t s = t[0] + t[1] + t[2] + t[3];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+uint64_t sum_scalar(const uint64_t* p, size_t n) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < n; ++i) s += p[i];
+  return s;
+}
+
+// Read bandwidth with every pool thread: sums over `window` bytes at a time of a `bytes` buffer,
+// the windows taken in turn (the buffer exceeds the last-level cache, so each is read from
+// memory), best of reps. Windows of the weights' size make the two measurements alike: on a
+// shared machine a run of a few ms is more often spared by the scheduler than one of 100 ms, and
+// "best of" then compares like with like.
+double read_bandwidth(size_t bytes, size_t window, int reps) {
+  const size_t n = bytes / 8;
+  uint64_t* buf = static_cast<uint64_t*>(std::aligned_alloc(64, n * 8));
+  struct Ctx {
+    uint64_t* p;
+    size_t n, per;
+    std::vector<uint64_t> part;
+    bool avx2;
+  } c{buf, n, size_t(1) << 15, {}, __builtin_cpu_supports("avx2") != 0};  // 256 KiB per chunk
+  const size_t chunks = (n + c.per - 1) / c.per, win_chunks = std::max<size_t>(1, window / 8 / c.per);
+  c.part.assign(chunks, 0);
+  // First touch on the pool too (pages spread as the threads will read them).
+  cpu::parallel_chunks(
+      chunks,
+      [](void* p, size_t i) {
+        Ctx& x = *static_cast<Ctx*>(p);
+        const size_t s = i * x.per, e = std::min(x.n, s + x.per);
+        for (size_t j = s; j < e; ++j) x.p[j] = j;
+      },
+      &c);
+  struct Win {
+    Ctx* c;
+    size_t first;
+  };
+  double best = 0;
+  uint64_t check = 0;
+  const size_t windows = chunks / win_chunks;
+  for (int r = 0; r < reps; ++r) {
+    Win w{&c, (size_t(r) % windows) * win_chunks};
+    const auto t0 = Clock::now();
+    cpu::parallel_chunks(
+        win_chunks,
+        [](void* p, size_t i) {
+          const Win& w = *static_cast<const Win*>(p);
+          Ctx& x = *w.c;
+          const size_t s = (w.first + i) * x.per, len = std::min(x.n, s + x.per) - s;
+          x.part[w.first + i] = x.avx2 ? sum_avx2(x.p + s, len) : sum_scalar(x.p + s, len);
+        },
+        &w);
+    const auto t1 = Clock::now();
+    for (size_t i = 0; i < win_chunks; ++i) check ^= c.part[w.first + i];
+    best = std::max(best, double(win_chunks * c.per * 8) / secs(t0, t1) / 1e9);
+  }
+  std::free(buf);
+  if (check == 1) std::printf("(unlikely)\n");  // keeps the sums live
+  return best;
+}
+
+// `copies` (rows, k) weights of type t, each its own storage: 64 random rows quantized by wick,
+// tiled. The timed runs cycle through the copies, which together exceed the last-level cache (260
+// MiB on the 2-core machine: one 25 MB weight would be read from L3, not memory).
+std::vector<QTensor> make_weights(GGMLType t, size_t rows, size_t k, size_t copies) {
+  const size_t base = 64;
+  const QTensor q = QTensor::quantize(Tensor::randn({base, k}, DType::F32, Device::cpu(), 42), t);
+  const std::vector<uint8_t> b = q.to_bytes();
+  std::vector<uint8_t> all(b.size() / base * rows);
+  for (size_t off = 0; off < all.size(); off += b.size())
+    std::memcpy(all.data() + off, b.data(), std::min(b.size(), all.size() - off));
+  std::vector<QTensor> ws;
+  for (size_t c = 0; c < copies; ++c) ws.push_back(QTensor::from_bytes(t, {rows, k}, all.data(), all.size()));
+  return ws;
+}
+
+struct Timing {
+  double best, median;  // seconds
+};
+
+// y = x @ W^T over reps runs cycling through the weights (after one warm-up each).
+Timing time_matmul(const std::vector<QTensor>& ws, const Tensor& x, int reps) {
+  for (const QTensor& w : ws) (void)w.matmul_t(x);
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const QTensor& w = ws[size_t(r) % ws.size()];
+    const auto t0 = Clock::now();
+    Tensor y = w.matmul_t(x);
+    t.push_back(secs(t0, Clock::now()));
+  }
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2]};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc)
+      reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--quick")
+      quick = true;
+    else {
+      std::fprintf(stderr, "usage: bench_cpu_qmatvec [--reps N] [--quick]\n");
+      return 2;
+    }
+  }
+  const size_t k = 4096, n = 11008;
+  std::printf("threads %zu, kernel levels up to %s\n", cpu::pool_threads(), cpu::qdot::isa_name(cpu::qdot::best_isa()));
+  const size_t big = quick ? (size_t(256) << 20) : (size_t(1) << 30);
+  const double bw_full = read_bandwidth(big, big, quick ? 3 : 10);
+  const double bw = read_bandwidth(big, size_t(32) << 20, 4 * reps);
+  std::printf(
+      "read bandwidth, sum over %zu MiB: %.2f GB/s whole (best of %d), %.2f GB/s in 32 MiB windows (best of "
+      "%d; the %% below)\n\n",
+      big >> 20, bw_full, quick ? 3 : 10, bw, 4 * reps);
+  std::printf("matrix-vector y = x @ W^T, x 1x%zu f32, W %zux%zu, weights cycled through %zu MiB (%d runs)\n", k, n, k,
+              big >> 20, reps);
+  std::printf("%-7s %-7s %8s %9s %9s %9s %8s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "% bw");
+  const Tensor x1 = Tensor::randn({1, k}, DType::F32, Device::cpu(), 7);
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::IQ4_NL, GGMLType::MXFP4,
+                     GGMLType::Q5_K}) {
+    const size_t one = ggml_type_size(t) * n * k / ggml_block_size(t);
+    const std::vector<QTensor> ws = make_weights(t, n, k, std::max<size_t>(2, big / one));
+    for (int l = int(cpu::qdot::best_isa()); l >= 0; --l) {
+      cpu::qdot::set_isa(cpu::qdot::Isa(l));
+      const Timing tm = time_matmul(ws, x1, l == 0 ? std::max(3, reps / 5) : reps);
+      const double gbps = double(one) / tm.best / 1e9;
+      std::printf("%-7s %-7s %8.1f %9.3f %9.3f %9.2f %7.1f%%\n", ggml_type_name(t),
+                  cpu::qdot::isa_name(cpu::qdot::Isa(l)), double(one) / 1e6, tm.best * 1e3, tm.median * 1e3, gbps,
+                  100 * gbps / bw);
+      if (quick) break;
+    }
+  }
+  cpu::qdot::set_isa(cpu::qdot::best_isa());
+
+  std::printf("\nmore rows, W 4096x4096: integer kernels (8 rows per weight read) vs dequantize + sgemm\n");
+  std::printf("%-7s %5s %12s %12s %12s %12s\n", "type", "m", "int ms", "int GFLOP/s", "sgemm ms", "sgemm GFLOP/s");
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K}) {
+    const std::vector<QTensor> w = make_weights(t, 4096, 4096, 1);
+    for (size_t m : {8, 16, 64, 512}) {
+      if (quick && m > 64) break;
+      const Tensor x = Tensor::randn({m, 4096}, DType::F32, Device::cpu(), 3);
+      const int r = m >= 512 ? 3 : std::max(3, reps / 4);
+      setenv("WICK_QMATMUL_PATH", "int", 1);
+      const double si = time_matmul(w, x, r).best;
+      unsetenv("WICK_QMATMUL_PATH");
+      const double sb = m > 8 ? time_matmul(w, x, r).best : si;  // up to 8 rows: always the int path
+      const double fl = 2.0 * double(m) * 4096 * 4096;
+      std::printf("%-7s %5zu %12.3f %12.1f %12.3f %12.1f\n", ggml_type_name(t), m, si * 1e3, fl / si / 1e9, sb * 1e3,
+                  fl / sb / 1e9);
+    }
+  }
+  return 0;
+}
