@@ -20,8 +20,8 @@ using namespace wick::quant;
 
 namespace {
 
-constexpr GGMLType kTypes[] = {GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::Q8_0,
-                               GGMLType::Q8_1, GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::Q4_K, GGMLType::Q5_K,
+constexpr GGMLType kTypes[] = {GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1,   GGMLType::Q8_0,
+                               GGMLType::Q8_1, GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::Q4_K,   GGMLType::Q5_K,
                                GGMLType::Q6_K, GGMLType::Q8_K, GGMLType::IQ4_NL, GGMLType::IQ4_XS, GGMLType::MXFP4};
 
 TEST(QuantDot, Dot4MatchesHandValues) {
@@ -83,10 +83,9 @@ TEST(QuantDot, EveryTypeMatchesDequantizeTimesQ8_1) {
       float acc[M] = {};
       for (int i = 0; i < nb; ++i)
         for (int c = 0; c < Tr::C; ++c)
-          Tr::template run<M>(w.data() + i * Tr::BB, c,
-                              dot::XRows{xq.data() + size_t(i) * (Tr::QK / 32) * dot::kQ8_1Bytes,
-                                         size_t(xb) * dot::kQ8_1Bytes},
-                              acc);
+          Tr::template run<M>(
+              w.data() + i * Tr::BB, c,
+              dot::XRows{xq.data() + size_t(i) * (Tr::QK / 32) * dot::kQ8_1Bytes, size_t(xb) * dot::kQ8_1Bytes}, acc);
       for (int r = 0; r < M; ++r) {
         double ref = 0, mag = 0;
         for (int j = 0; j < k; ++j) {

@@ -22,6 +22,13 @@ namespace wick::quant::dot {
 
 constexpr int kQ8_1Bytes = 36;  // f16 d, f16 s, 32 int8
 
+// Loop unrolling in the device pass only (a host compiler warns about the pragma).
+#if WICK_DEVICE_COMPILE
+#define WICK_QDOT_UNROLL _Pragma("unroll")
+#else
+#define WICK_QDOT_UNROLL
+#endif
+
 // Loads of an int32 from block bytes at the alignment the block layout guarantees.
 WICK_HD int ld_a4(const uint8_t* p) {
 #if WICK_DEVICE_COMPILE
@@ -96,10 +103,11 @@ struct XRows {
 };
 
 // sum(w_i * x_i) and sum(x_i) over n words of one activation block of row r.
-template <int N> WICK_HD void dots(const int (&w)[N], const XRows& x, int r, int b, int i0, int& s, int& sx) {
+template <int N>
+WICK_HD void dots(const int (&w)[N], const XRows& x, int r, int b, int i0, int& s, int& sx) {
   s = 0;
   sx = 0;
-#pragma unroll
+  WICK_QDOT_UNROLL
   for (int i = 0; i < N; ++i) {
     const int xi = x.q(r, b, i0 + i);
     s = dot4_i8(w[i], xi, s);
@@ -118,9 +126,8 @@ WICK_HD int spread4(uint32_t b) {
 
 // The nibble types: d, offset (m, or a multiple of d), the two low / two high 4-bit words.
 template <int M>
-WICK_HD void nib_dot(float d, float m, const int (&lo)[2], const int (&hi)[2], const XRows& x, int c,
-                     float (&acc)[M]) {
-#pragma unroll
+WICK_HD void nib_dot(float d, float m, const int (&lo)[2], const int (&hi)[2], const XRows& x, int c, float (&acc)[M]) {
+  WICK_QDOT_UNROLL
   for (int r = 0; r < M; ++r) {
     int s0, sx0, s1, sx1;
     dots<2>(lo, x, r, 0, 2 * c, s0, sx0);
@@ -129,44 +136,55 @@ WICK_HD void nib_dot(float d, float m, const int (&lo)[2], const int (&hi)[2], c
   }
 }
 
-template <GGMLType T> struct Dot;
+template <GGMLType T>
+struct Dot;
 
-template <> struct Dot<GGMLType::Q4_0> {
+template <>
+struct Dot<GGMLType::Q4_0> {
   static constexpr int QK = 32, BB = 18, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const int v0 = ld_a2(w + 2 + 8 * c), v1 = ld_a2(w + 6 + 8 * c);
     const int lo[2] = {v0 & kNib, v1 & kNib}, hi[2] = {(v0 >> 4) & kNib, (v1 >> 4) & kNib};
     const float d = ld_h(w);
     nib_dot<M>(d, -8.0f * d, lo, hi, x, c, acc);
   }
 };
-template <> struct Dot<GGMLType::Q4_1> {
+template <>
+struct Dot<GGMLType::Q4_1> {
   static constexpr int QK = 32, BB = 20, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const int v0 = ld_a4(w + 4 + 8 * c), v1 = ld_a4(w + 8 + 8 * c);
     const int lo[2] = {v0 & kNib, v1 & kNib}, hi[2] = {(v0 >> 4) & kNib, (v1 >> 4) & kNib};
     nib_dot<M>(ld_h(w), ld_h(w + 2), lo, hi, x, c, acc);
   }
 };
 // Q5_0/Q5_1: bit j of qh is the 5th bit of element j.
-template <> struct Dot<GGMLType::Q5_0> {
+template <>
+struct Dot<GGMLType::Q5_0> {
   static constexpr int QK = 32, BB = 22, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const uint32_t qh = uint32_t(ld_a2(w + 2));
     const int v0 = ld_a2(w + 6 + 8 * c), v1 = ld_a2(w + 10 + 8 * c);
     const int lo[2] = {(v0 & kNib) | spread4(qh >> (8 * c)), (v1 & kNib) | spread4(qh >> (8 * c + 4))};
-    const int hi[2] = {((v0 >> 4) & kNib) | spread4(qh >> (16 + 8 * c)), ((v1 >> 4) & kNib) | spread4(qh >> (20 + 8 * c))};
+    const int hi[2] = {((v0 >> 4) & kNib) | spread4(qh >> (16 + 8 * c)),
+                       ((v1 >> 4) & kNib) | spread4(qh >> (20 + 8 * c))};
     const float d = ld_h(w);
     nib_dot<M>(d, -16.0f * d, lo, hi, x, c, acc);
   }
 };
-template <> struct Dot<GGMLType::Q5_1> {
+template <>
+struct Dot<GGMLType::Q5_1> {
   static constexpr int QK = 32, BB = 24, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const uint32_t qh = uint32_t(ld_a4(w + 4));
     const int v0 = ld_a4(w + 8 + 8 * c), v1 = ld_a4(w + 12 + 8 * c);
     const int lo[2] = {(v0 & kNib) | spread4(qh >> (8 * c)), (v1 & kNib) | spread4(qh >> (8 * c + 4))};
-    const int hi[2] = {((v0 >> 4) & kNib) | spread4(qh >> (16 + 8 * c)), ((v1 >> 4) & kNib) | spread4(qh >> (20 + 8 * c))};
+    const int hi[2] = {((v0 >> 4) & kNib) | spread4(qh >> (16 + 8 * c)),
+                       ((v1 >> 4) & kNib) | spread4(qh >> (20 + 8 * c))};
     nib_dot<M>(ld_h(w), ld_h(w + 2), lo, hi, x, c, acc);
   }
 };
@@ -174,25 +192,29 @@ template <> struct Dot<GGMLType::Q5_1> {
 template <int M, int kQs, bool kAligned4>
 WICK_HD void q8_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
   int q[4];
-#pragma unroll
+  WICK_QDOT_UNROLL
   for (int i = 0; i < 4; ++i) q[i] = kAligned4 ? ld_a4(w + kQs + 16 * c + 4 * i) : ld_a2(w + kQs + 16 * c + 4 * i);
   const float d = ld_h(w);
-#pragma unroll
+  WICK_QDOT_UNROLL
   for (int r = 0; r < M; ++r) {
     int s, sx;
     dots<4>(q, x, r, 0, 4 * c, s, sx);
     acc[r] += x.d(r, 0) * (d * float(s));
   }
 }
-template <> struct Dot<GGMLType::Q8_0> {
+template <>
+struct Dot<GGMLType::Q8_0> {
   static constexpr int QK = 32, BB = 34, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     q8_dot<M, 2, false>(w, c, x, acc);
   }
 };
-template <> struct Dot<GGMLType::Q8_1> {
+template <>
+struct Dot<GGMLType::Q8_1> {
   static constexpr int QK = 32, BB = 36, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     q8_dot<M, 4, true>(w, c, x, acc);
   }
 };
@@ -201,7 +223,7 @@ template <int M>
 WICK_HD void lut_dot(float d, int v0, int v1, const uint32_t (&t)[4], const XRows& x, int c, float (&acc)[M]) {
   const int lo[2] = {lut16(v0 & kNib, t), lut16(v1 & kNib, t)};
   const int hi[2] = {lut16((v0 >> 4) & kNib, t), lut16((v1 >> 4) & kNib, t)};
-#pragma unroll
+  WICK_QDOT_UNROLL
   for (int r = 0; r < M; ++r) {
     int s0, sx0, s1, sx1;
     dots<2>(lo, x, r, 0, 2 * c, s0, sx0);
@@ -209,17 +231,21 @@ WICK_HD void lut_dot(float d, int v0, int v1, const uint32_t (&t)[4], const XRow
     acc[r] += (x.d(r, 0) * float(s0 + s1)) * d;  // d last: MXFP4's scale may be as small as 2^-128
   }
 }
-template <> struct Dot<GGMLType::IQ4_NL> {
+template <>
+struct Dot<GGMLType::IQ4_NL> {
   static constexpr int QK = 32, BB = 18, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     uint32_t t[4];
     iq4nl_table(t);
     lut_dot<M>(ld_h(w), ld_a2(w + 2 + 8 * c), ld_a2(w + 6 + 8 * c), t, x, c, acc);
   }
 };
-template <> struct Dot<GGMLType::MXFP4> {
+template <>
+struct Dot<GGMLType::MXFP4> {
   static constexpr int QK = 32, BB = 17, C = 2;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     uint32_t t[4];
     mxfp4_table(t);
     lut_dot<M>(detail::e8m0_half(w[0]), ld_a1(w + 1 + 8 * c), ld_a1(w + 5 + 8 * c), t, x, c, acc);
@@ -230,7 +256,8 @@ template <> struct Dot<GGMLType::MXFP4> {
 
 // Q4_K/Q5_K: chunk c = qs group p = c / 4 (sub-blocks 2p: low nibbles, 2p + 1: high) at bytes
 // 8t..8t+7, t = c % 4; both sub-blocks' elements 8t..8t+7.
-template <int M, bool kFive> WICK_HD void qk45_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+template <int M, bool kFive>
+WICK_HD void qk45_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
   const int p = c >> 2, t = c & 3;
   const uint8_t* qs = w + (kFive ? 48 : 16) + 32 * p + 8 * t;
   const int v[2] = {ld_a4(qs), ld_a4(qs + 4)};
@@ -240,19 +267,19 @@ template <int M, bool kFive> WICK_HD void qk45_dot(const uint8_t* w, int c, cons
     h[1] = ld_a4(w + 20 + 8 * t);
   }
   const float d = ld_h(w), dmin = ld_h(w + 2);
-#pragma unroll
+  WICK_QDOT_UNROLL
   for (int half = 0; half < 2; ++half) {
     const int g = 2 * p + half;
     uint32_t sc, mn;
     detail::scale_min_k4(w + 4, uint32_t(g), sc, mn);
     int q[2];
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int i = 0; i < 2; ++i) {
       q[i] = (v[i] >> (4 * half)) & kNib;
       if (kFive) q[i] |= ((h[i] >> g) & kOnes) << 4;
     }
     const float dl = d * float(sc), ml = dmin * float(mn);
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int r = 0; r < M; ++r) {
       int s, sx;
       dots<2>(q, x, r, g, 2 * t, s, sx);
@@ -260,23 +287,29 @@ template <int M, bool kFive> WICK_HD void qk45_dot(const uint8_t* w, int c, cons
     }
   }
 }
-template <> struct Dot<GGMLType::Q4_K> {
+template <>
+struct Dot<GGMLType::Q4_K> {
   static constexpr int QK = 256, BB = 144, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     qk45_dot<M, false>(w, c, x, acc);
   }
 };
-template <> struct Dot<GGMLType::Q5_K> {
+template <>
+struct Dot<GGMLType::Q5_K> {
   static constexpr int QK = 256, BB = 176, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     qk45_dot<M, true>(w, c, x, acc);
   }
 };
 // Q6_K: chunk c = half h = c / 8 and l0 = 4 (c % 8): ql words at l0 and 32 + l0, the qh word at
 // l0 give elements l0..l0+3 of the half's four 32-element sub-blocks (activation blocks 4h + j).
-template <> struct Dot<GGMLType::Q6_K> {
+template <>
+struct Dot<GGMLType::Q6_K> {
   static constexpr int QK = 256, BB = 210, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const int h = c >> 3, l0 = 4 * (c & 7);
     const int ql0 = ld_a2(w + 64 * h + l0), ql1 = ld_a2(w + 64 * h + 32 + l0), qh = ld_a2(w + 128 + 32 * h + l0);
     const int q[4] = {(ql0 & kNib) | ((qh & 0x03030303) << 4), (ql1 & kNib) | (((qh >> 2) & 0x03030303) << 4),
@@ -284,10 +317,10 @@ template <> struct Dot<GGMLType::Q6_K> {
                       ((ql1 >> 4) & kNib) | (((qh >> 6) & 0x03030303) << 4)};
     const float d = ld_h(w + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192 + 8 * h + (l0 >> 4));
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int r = 0; r < M; ++r) {
       float a = 0.0f;
-#pragma unroll
+      WICK_QDOT_UNROLL
       for (int j = 0; j < 4; ++j) {
         const int xi = x.q(r, 4 * h + j, l0 >> 2);
         const int s = dot4_i8(q[j], xi, 0) - 32 * dot4_i8(kOnes, xi, 0);
@@ -300,18 +333,20 @@ template <> struct Dot<GGMLType::Q6_K> {
 // Q2_K/Q3_K: chunk c = half h = c / 8 and l0 = 4 (c % 8): the 2-bit word at l0 holds elements
 // l0..l0+3 of the half's four sub-blocks (shift 2j for sub-block j, activation block 4h + j);
 // their 16-element scale group is 2 (4h + j) + l0 / 16.
-template <> struct Dot<GGMLType::Q2_K> {
+template <>
+struct Dot<GGMLType::Q2_K> {
   static constexpr int QK = 256, BB = 84, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const int h = c >> 3, l0 = 4 * (c & 7);
     const int v = ld_a4(w + 16 + 32 * h + l0);
     const float d = ld_h(w + 80), dmin = ld_h(w + 82);
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int j = 0; j < 4; ++j) {
       const int b = 4 * h + j, sc = w[2 * b + (l0 >> 4)];
       const int q = (v >> (2 * j)) & 0x03030303;
       const float dl = d * float(sc & 15), ml = dmin * float(sc >> 4);
-#pragma unroll
+      WICK_QDOT_UNROLL
       for (int r = 0; r < M; ++r) {
         const int xi = x.q(r, b, l0 >> 2);
         acc[r] += x.d(r, b) * (dl * float(dot4_i8(q, xi, 0)) - ml * float(dot4_i8(kOnes, xi, 0)));
@@ -319,21 +354,23 @@ template <> struct Dot<GGMLType::Q2_K> {
     }
   }
 };
-template <> struct Dot<GGMLType::Q3_K> {
+template <>
+struct Dot<GGMLType::Q3_K> {
   static constexpr int QK = 256, BB = 110, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const int h = c >> 3, l0 = 4 * (c & 7);
     const int v = ld_a2(w + 32 + 32 * h + l0), hm = ld_a2(w + l0);
     const uint8_t* sc = w + 96;
     const float d = ld_h(w + 108);
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int j = 0; j < 4; ++j) {
       const int b = 4 * h + j, g = 2 * b + (l0 >> 4);
       const int s6 = ((sc[g & 7] >> (4 * (g >> 3))) & 15) | (((sc[8 + (g & 3)] >> (2 * (g >> 2))) & 3) << 4);
       // a clear high bit subtracts 4: q = lo + 4 hbit - 4
       const int q = ((v >> (2 * j)) & 0x03030303) | (((hm >> b) & kOnes) << 2);
       const float dl = d * float(s6 - 32);
-#pragma unroll
+      WICK_QDOT_UNROLL
       for (int r = 0; r < M; ++r) {
         const int xi = x.q(r, b, l0 >> 2);
         acc[r] += x.d(r, b) * (dl * float(dot4_i8(q, xi, 0) - 4 * dot4_i8(kOnes, xi, 0)));
@@ -342,14 +379,16 @@ template <> struct Dot<GGMLType::Q3_K> {
   }
 };
 // Q8_K: f32 d, 256 int8; chunk c = elements 16c..16c+15 (activation block c / 2).
-template <> struct Dot<GGMLType::Q8_K> {
+template <>
+struct Dot<GGMLType::Q8_K> {
   static constexpr int QK = 256, BB = 292, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     int q[4];
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int i = 0; i < 4; ++i) q[i] = ld_a4(w + 4 + 16 * c + 4 * i);
     const float d = detail::ld_f32(w);
-#pragma unroll
+    WICK_QDOT_UNROLL
     for (int r = 0; r < M; ++r) {
       int s, sx;
       dots<4>(q, x, r, c >> 1, 4 * (c & 1), s, sx);
@@ -359,9 +398,11 @@ template <> struct Dot<GGMLType::Q8_K> {
 };
 // IQ4_XS: 8 sub-blocks of 32 laid out as IQ4_NL's blocks (16 bytes each), 6-bit scales; chunk c
 // = sub-block c / 2, IQ4_NL's chunk c % 2.
-template <> struct Dot<GGMLType::IQ4_XS> {
+template <>
+struct Dot<GGMLType::IQ4_XS> {
   static constexpr int QK = 256, BB = 136, C = 16;
-  template <int M> WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
+  template <int M>
+  WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     const int g = c >> 1, t = c & 1;
     const uint32_t sh = ld_u16(w + 2);
     const int s6 = int(((w[4 + (g >> 1)] >> (4 * (g & 1))) & 15u) | (((sh >> (2 * g)) & 3u) << 4));
@@ -374,10 +415,11 @@ template <> struct Dot<GGMLType::IQ4_XS> {
 };
 
 // f(Dot<T>) for a supported block type; false for any other.
-template <class F> bool dispatch_dot(GGMLType t, F&& f) {
+template <class F>
+bool dispatch_dot(GGMLType t, F&& f) {
   switch (t) {
-#define WICK_QDOT_CASE(T) \
-  case GGMLType::T:       \
+#define WICK_QDOT_CASE(T)  \
+  case GGMLType::T:        \
     f(Dot<GGMLType::T>{}); \
     return true;
     WICK_QDOT_CASE(Q4_0)

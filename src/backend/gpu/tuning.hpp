@@ -86,4 +86,15 @@ inline constexpr int kQuantStageElems = 8192;
 // of at most this many bytes before each vendor GEMM, so a huge LM head never needs a full copy.
 inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
 
+// Quantized matrix-vector (kernels/qmatmul.cu, 1..kQmvMaxRows rows of x): kQmvBlock threads per
+// block (a multiple of 64: 4 warps, 2 wave64), kQmvRows weight rows per block sharing each
+// activation load, each thread taking kQmvUnroll chunks per round so several weight loads are in
+// flight. x rows are padded to 1, 2, 4 or 8 (fewer kernels; a padded row is zeros). NVIDIA values
+// from llama.cpp's mmvq defaults (4 warps); AMD unmeasured.
+inline constexpr int kQmvMaxRows = 8;
+inline constexpr int kQmvBlock = 128;
+inline constexpr int kQmvRows = 2;
+inline constexpr int kQmvUnroll = 2;
+inline constexpr int kQmvQuantBlock = 256;  // activation quantization: 8 Q8_1 blocks (32 lanes each)
+
 }  // namespace wick::gpu::tune

@@ -1,14 +1,199 @@
-// GPU quantized matmul (issue 8 in progress: being written; the entry exists so the contract
-// compiles).
+// GPU quantized matmul y = x @ W^T. Up to tune::kQmvMaxRows rows of x: the matrix-vector path
+// here (llama.cpp's mmvq scheme, our code): x quantized on the device to Q8_1 (the bytes of
+// quant_encode.hpp's quantize_block_q8_1), then one pass over W in which every weight chunk is
+// unpacked once and dotted with all rows through dot4_i8 (ops/quant_dot.hpp). More rows: the
+// prefill path of kernels/quant.cu (qmatmul_prefill).
 #include <string>
 
+#include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/gpu/kernels/qmatvec.hpp"
+#include "backend/gpu/kernels/quant.hpp"
+#include "ops/quant_dot.hpp"
+#include "ops/quant_encode.hpp"
 
 namespace wick::gpu {
+namespace {
 
-StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage&, const Layout&) const {
-  throw Error(ErrorKind::Unsupported, std::string("qmatmul: GPU kernels for ") + ggml_type_name(q.type) +
-                                          " are not built yet");
+using quant::dot::kQ8_1Bytes;
+
+// Rows of x padded to the kernel's row count (1, 2, 4 or 8); the padded rows are zeros.
+int padded_rows(size_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
+
+// One Q8_1 block per 32 lanes (lane j: element j), the same bytes as quantize_block_q8_1. Xor
+// shuffles below 32 stay within a 32-lane group on wave32 and wave64 alike. Rows >= m are zero.
+template <class T>
+__global__ void __launch_bounds__(tune::kQmvQuantBlock)
+    quantize_q8_1_kernel(const T* __restrict__ x, int64_t x_off, int64_t x_stride, int64_t m, int64_t rows, int64_t xb,
+                         uint8_t* __restrict__ out) {
+  const int64_t blk = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = int(threadIdx.x & 31);
+  const bool valid = blk < rows * xb;  // every lane takes part in the shuffles
+  const int64_t row = valid ? blk / xb : 0, b = blk - row * xb;
+  const float v = valid && row < m ? cast<float>(x[x_off + row * x_stride + b * 32 + lane]) : 0.0f;
+  const float a = ::fabsf(v);
+  // ggml's running MAX(amax, |x_j|) from 0: a NaN replaces the running value and the next element
+  // replaces the NaN, so it is the max after the last NaN (NaN when that is the last element).
+  int last_nan = a != a ? lane : -1;
+  for (int o = 16; o > 0; o >>= 1) {
+    const int other = shfl_xor(last_nan, o);
+    last_nan = other > last_nan ? other : last_nan;
+  }
+  float am = lane > last_nan ? a : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) am = ::fmaxf(am, shfl_xor(am, o));
+  const float amax = last_nan == 31 ? wick::detail::bits_f32(0x7fc00000u) : am;
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const int q = quant::detail::round_to_int(mul_rn(v, id));
+  int sum = int(int8_t(q));
+  for (int o = 16; o > 0; o >>= 1) sum += shfl_xor(sum, o);
+  if (!valid) return;
+  uint8_t* o = out + blk * kQ8_1Bytes;
+  o[4 + lane] = uint8_t(int8_t(q));
+  if (lane == 0) {
+    quant::detail::st_f16(o, d);
+    quant::detail::st_f16(o + 2, mul_rn(float(sum), d));
+  }
+}
+
+// Output element (i, r) of dtype code: 0 f32, 1 f16, 2 bf16 (one kernel for every x dtype).
+__device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
+  if (dt == 0)
+    static_cast<float*>(y)[idx] = v;
+  else if (dt == 1)
+    static_cast<f16*>(y)[idx] = from_f32<f16>(v);
+  else
+    static_cast<bf16*>(y)[idx] = from_f32<bf16>(v);
+}
+
+// kQmvRows weight rows per block; the block's threads stride over the rows' chunks (consecutive
+// threads: consecutive bytes), each chunk dotted with the M activation rows. Then a warp
+// reduction, partial sums of the warps in shared memory, one thread per output.
+template <class Tr, int M>
+__global__ void __launch_bounds__(tune::kQmvBlock)
+    qmv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int nblk, const uint8_t* __restrict__ xq,
+               size_t xq_row_bytes, int64_t n, int m, void* __restrict__ y, int y_dt) {
+  constexpr int R = tune::kQmvRows, U = tune::kQmvUnroll;
+  const int64_t row0 = int64_t(blockIdx.x) * R;
+  const uint8_t* wr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wr[r] = w + size_t(row0 + r < n ? row0 + r : n - 1) * row_bytes;  // past n: not stored
+  float acc[R][M];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
+  const int units = nblk * Tr::C, step = int(blockDim.x);
+  for (int u0 = int(threadIdx.x); u0 < units; u0 += step * U) {
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      const int u = u0 + j * step;
+      if (u < units) {
+        const int ib = u / Tr::C, c = u % Tr::C;
+        const quant::dot::XRows xr{xq + size_t(ib) * (Tr::QK / 32) * kQ8_1Bytes, xq_row_bytes};
+#pragma unroll
+        for (int r = 0; r < R; ++r) Tr::template run<M>(wr[r] + size_t(ib) * Tr::BB, c, xr, acc[r]);
+      }
+    }
+  }
+  __shared__ float part[kMaxWarpsPerBlock][R * M];
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  const int n_warps = int(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float v = warp_reduce(acc[r][i], [](float a, float b) { return a + b; });
+      if (lane == 0) part[warp][r * M + i] = v;
+    }
+  __syncthreads();
+  const int t = int(threadIdx.x);
+  if (t < R * M) {
+    const int r = t / M, i = t % M;
+    float s = 0.0f;
+    for (int k = 0; k < n_warps; ++k) s += part[k][t];
+    if (row0 + r < n && i < m) store_y(y, y_dt, int64_t(i) * n + row0 + r, s);
+  }
+}
+
+template <int M>
+void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k, const uint8_t* xq, size_t xq_row_bytes,
+                int m, void* y, int y_dt) {
+  const unsigned grid = unsigned((n + tune::kQmvRows - 1) / tune::kQmvRows);
+  const bool known = quant::dot::dispatch_dot(t, [&](auto tr) {
+    using Tr = decltype(tr);
+    const size_t nblk = k / Tr::QK;
+    qmv_kernel<Tr, M>
+        <<<grid, tune::kQmvBlock, 0, s>>>(w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n), m, y, y_dt);
+  });
+  if (!known)
+    throw Error(ErrorKind::Unsupported, std::string("qmatmul: no GPU matrix-vector kernel for ") + ggml_type_name(t) +
+                                            "; supported: " + ggml_supported_types());
+  check_launch("qmatvec");
+}
+
+}  // namespace
+
+size_t qmatvec_scratch_bytes(size_t m, size_t k) { return size_t(padded_rows(m)) * (k / 32) * kQ8_1Bytes; }
+
+void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* x, DType x_dtype, size_t m,
+             size_t x_offset, size_t x_row_stride, void* scratch, void* y) {
+  if (m == 0 || m > size_t(tune::kQmvMaxRows))
+    throw Error(ErrorKind::Internal, "qmatvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
+                                         std::to_string(tune::kQmvMaxRows));
+  if (n == 0 || k == 0) return;
+  const int rows = padded_rows(m);
+  const int64_t xb = int64_t(k / 32);
+  auto* xq = static_cast<uint8_t*>(scratch);
+  const int64_t lanes = int64_t(rows) * xb * 32;
+  const unsigned qgrid = unsigned((lanes + tune::kQmvQuantBlock - 1) / tune::kQmvQuantBlock);
+  auto quantize = [&](auto tag) {
+    using T = decltype(tag);
+    quantize_q8_1_kernel<T><<<qgrid, tune::kQmvQuantBlock, 0, s>>>(static_cast<const T*>(x), int64_t(x_offset),
+                                                                   int64_t(x_row_stride), int64_t(m), rows, xb, xq);
+  };
+  int y_dt;
+  switch (x_dtype) {
+    case DType::F32:
+      quantize(float{}), y_dt = 0;
+      break;
+    case DType::F16:
+      quantize(f16{}), y_dt = 1;
+      break;
+    case DType::BF16:
+      quantize(bf16{}), y_dt = 2;
+      break;
+    default:
+      throw Error(ErrorKind::DType, std::string("qmatmul: x must be f32, f16 or bf16, got ") + dtype_name(x_dtype));
+  }
+  check_launch("qmatvec quantize");
+  const size_t xq_row_bytes = size_t(xb) * kQ8_1Bytes;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  switch (rows) {
+    case 1:
+      launch_qmv<1>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt);
+      break;
+    case 2:
+      launch_qmv<2>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt);
+      break;
+    case 4:
+      launch_qmv<4>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt);
+      break;
+    default:
+      launch_qmv<8>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt);
+      break;
+  }
+}
+
+StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const {
+  const size_t m = x_l.shape[0];
+  if (m > size_t(tune::kQmvMaxRows)) return qmatmul_prefill(*this, q, x, x_l);
+  DeviceGuard dg(ordinal());
+  auto out = new_storage(ordinal(), m * q.rows, x.dtype());
+  Scratch xq(ordinal(), qmatvec_scratch_bytes(m, q.cols));
+  qmatvec(stream(), q.type, data(), q.rows, q.cols, as_gpu(x).data(), x.dtype(), m, x_l.offset, size_t(x_l.strides[0]),
+          xq.b.ptr, out->data());
+  return out;
 }
 
 }  // namespace wick::gpu

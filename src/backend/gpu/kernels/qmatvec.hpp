@@ -1,0 +1,24 @@
+#pragma once
+// The quantized matrix-vector path of kernels/qmatmul.cu on raw device pointers, for
+// GpuStorage::qmatmul and the benchmark (bench/gpu_qmatvec.cu), which times it without the
+// Tensor layer around it.
+#include <cstddef>
+
+#include "backend/gpu/runtime.hpp"
+#include "wick/dtype.hpp"
+#include "wick/quant.hpp"
+
+namespace wick::gpu {
+
+// Bytes of device scratch qmatvec needs for m rows of length k (the Q8_1 activations).
+size_t qmatvec_scratch_bytes(size_t m, size_t k);
+
+// y = x @ W^T on stream s: W (n, k) blocks of type t at w; x rows (m in 1..8) of x_dtype
+// (F32/F16/BF16) at x + x_offset + i * x_row_stride elements, unit stride along k; y (m, n)
+// contiguous in x_dtype. k is a multiple of t's block size (the core checked it). x is first
+// quantized to Q8_1 into `scratch` (qmatvec_scratch_bytes), then every weight row is dotted with
+// all m rows in one pass over W.
+void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* x, DType x_dtype, size_t m,
+             size_t x_offset, size_t x_row_stride, void* scratch, void* y);
+
+}  // namespace wick::gpu

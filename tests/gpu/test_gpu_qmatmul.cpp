@@ -1,0 +1,176 @@
+// GPU quantized matrix-vector product (src/backend/gpu/kernels/qmatmul.cu): y = x @ W^T for 1 to 8
+// rows of x (9 crosses into the prefill path of kernels/quant.cu). Weights: random blocks of every
+// type (quant_test_blocks.hpp). Expected values from the CPU, independently of the kernels: the
+// weights decoded by the CPU's dequantize (bit-identical to gguf-py, test_quant) times x in f64.
+//
+// The bound. The kernel quantizes each 32-element block b of x to Q8_1: d = amax/127 in f32,
+// q_j = round(x_j / d) (|q_j - x_j/d| <= 1/2 + 2^-22 * 127, the reciprocal's rounding), and the
+// block stores D = f16(d) (|D - d| <= 2^-11 d). So x'_j = q_j D has
+//   |x'_j - x_j| <= |q_j d - x_j| + |q_j| |D - d| <= 0.50003 d + (|x_j|/d + 1/2) 2^-11 d
+//                <= 0.5003 d + 2^-11 |x_j|,
+// and |sum_j (x'_j - x_j) w_j| <= sum_b 0.5003 d_b sum_{j in b} |w_j| + 2^-11 sum_j |x_j w_j|.
+// The integer sums are exact; the f32 scaling and summation add a few 2^-24 of the magnitudes
+// involved, bounded by 1e-5 sum_j |x_j| (|w_j| + max|w|) (the offsets of the types with mins are at
+// most max|w|, see quant_test_blocks.hpp). f16/bf16 results add their rounding of y: 2^-11 / 2^-8
+// of |y|. A second, tighter check uses x' itself (the host's quantize_block_q8_1): then only the
+// float terms remain, which pins the device quantizer to the host's bytes.
+// Built only with -DWICK_GPU=cuda|rocm; run on a machine with a GPU.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/quant_blocks.hpp"
+#include "ops/quant_encode.hpp"
+#include "quant_test_blocks.hpp"
+#include "test_util.hpp"
+#include "wick/quant.hpp"
+
+using namespace wick;
+
+namespace {
+
+Device gpu() { return Device::gpu(0); }
+
+const GGMLType kTypes[] = {GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1,   GGMLType::Q8_0,
+                           GGMLType::Q8_1, GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::Q4_K,   GGMLType::Q5_K,
+                           GGMLType::Q6_K, GGMLType::Q8_K, GGMLType::IQ4_NL, GGMLType::IQ4_XS, GGMLType::MXFP4};
+
+// x values: normal, each 32-block at its own scale (2^-3 .. 2^3), one block of zeros.
+std::vector<float> make_x(size_t m, size_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(m * k);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t b = 0; b < k / 32; ++b) {
+      const float s = (i == 0 && b == 1) ? 0.0f : std::ldexp(1.0f, int((b + 3 * i) % 7) - 3);
+      for (size_t j = 0; j < 32; ++j) x[i * k + b * 32 + j] = s * normal(rng);
+    }
+  return x;
+}
+
+struct Case {
+  GGMLType type;
+  size_t m, n, k;
+  DType dtype;
+  bool strided;
+};
+
+std::string name(const Case& c) {
+  return std::string(ggml_type_name(c.type)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+         " k=" + std::to_string(c.k) + " " + dtype_name(c.dtype) + (c.strided ? " strided" : "");
+}
+
+void run_case(const Case& c) {
+  SCOPED_TRACE(name(c));
+  const size_t qk = ggml_block_size(c.type), nblocks = c.n * c.k / qk;
+  const std::vector<uint8_t> wb = test::random_qblocks(c.type, nblocks, 7 + unsigned(c.type) + unsigned(c.k));
+  const QTensor wg = QTensor::from_bytes(c.type, {c.n, c.k}, wb.data(), wb.size(), gpu());
+  const std::vector<double> w =
+      test::values(QTensor::from_bytes(c.type, {c.n, c.k}, wb.data(), wb.size()).dequantize());
+  double wmax = 0;
+  for (double v : w) wmax = std::fmax(wmax, std::fabs(v));
+
+  // x in its dtype (the reference uses the rounded values), optionally a view with row stride k + 64
+  // and offset 16 into a wider tensor.
+  const size_t pad = c.strided ? 64 : 0;
+  std::vector<float> wide = make_x(c.m, c.k + pad, 99 + unsigned(c.m));
+  Tensor xw = Tensor::from_vector(wide, {c.m, c.k + pad}).to_dtype(c.dtype);
+  Tensor x_host = c.strided ? xw.narrow(1, 16, c.k) : xw;
+  Tensor x_gpu = c.strided ? xw.to_device(gpu()).narrow(1, 16, c.k) : xw.to_device(gpu());
+  const std::vector<double> xv = test::values(x_host);
+
+  const std::vector<double> y = test::values(wg.matmul_t(x_gpu));
+  ASSERT_EQ(y.size(), c.m * c.n);
+  const double out_round = c.dtype == DType::F32   ? 0.0
+                           : c.dtype == DType::F16 ? std::ldexp(1.0, -11)
+                                                   : std::ldexp(1.0, -8);
+  size_t bad = 0;
+  for (size_t i = 0; i < c.m; ++i) {
+    // x' (host Q8_1 of the row) and the per-block scales d_b = amax / 127
+    std::vector<double> xq(c.k), d(c.k / 32);
+    for (size_t b = 0; b < c.k / 32; ++b) {
+      float blk[32];
+      uint8_t q[36];
+      float amax = 0;
+      for (size_t j = 0; j < 32; ++j) {
+        blk[j] = float(xv[i * c.k + b * 32 + j]);
+        amax = std::fmax(amax, std::fabs(blk[j]));
+      }
+      d[b] = double(amax / 127.0f);
+      quant::quantize_block_q8_1(blk, q);
+      const float D = quant::detail::ld_f16(q);
+      for (size_t j = 0; j < 32; ++j) xq[b * 32 + j] = double(int8_t(q[4 + j])) * D;
+    }
+    for (size_t r = 0; r < c.n; ++r) {
+      double ref = 0, refq = 0, act = 0, rel = 0, mag = 0;
+      for (size_t j = 0; j < c.k; ++j) {
+        const double wj = w[r * c.k + j], xj = xv[i * c.k + j];
+        ref += wj * xj;
+        refq += wj * xq[j];
+        act += 0.5003 * d[j / 32] * std::fabs(wj);
+        rel += std::fabs(xj * wj);
+        mag += std::fabs(xj) * (std::fabs(wj) + wmax);
+      }
+      const double got = y[i * c.n + r];
+      double bound, boundq;
+      if (c.m <= 8) {
+        bound = act + std::ldexp(rel, -11) + 1e-5 * mag + out_round * std::fabs(ref) * 1.01;
+        boundq = 1e-5 * mag + out_round * std::fabs(refq) * 1.01;
+      } else {  // the prefill path rounds W and x to f16 (bf16 for bf16 x): 2 roundings per product
+        const double u = c.dtype == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+        bound = 2.01 * u * rel + 1e-5 * mag + out_round * std::fabs(ref) * 1.01;
+        boundq = -1;  // no activation quantization on that path
+      }
+      const bool ok = std::fabs(got - ref) <= bound && (boundq < 0 || std::fabs(got - refq) <= boundq);
+      if (!ok && bad++ < 5)
+        ADD_FAILURE() << "y[" << i << ", " << r << "] = " << got << ", f64 reference " << ref << " (bound " << bound
+                      << "), with x quantized on the host " << refq << " (bound " << boundq << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+// Odd block counts per row (7 blocks of 32, 3 of 256) and an odd n (the last block of rows is
+// half full).
+size_t odd_k(GGMLType t) { return ggml_block_size(t) == 32 ? 7 * 32 : 3 * 256; }
+
+TEST(GpuQMatVec, EveryTypeEveryRowCount) {
+  for (GGMLType t : kTypes)
+    for (size_t m = 1; m <= 9; ++m) run_case({t, m, 37, odd_k(t), DType::F32, false});
+}
+
+TEST(GpuQMatVec, HalfAndStridedActivations) {
+  for (GGMLType t : kTypes)
+    for (DType dt : {DType::F16, DType::BF16})
+      for (size_t m : {1, 3, 8}) run_case({t, m, 21, odd_k(t), dt, m == 3});
+  for (GGMLType t : kTypes) run_case({t, 2, 19, odd_k(t), DType::F32, true});
+}
+
+// Long rows (several rounds of the block's threads over a row) for the bandwidth-critical types.
+TEST(GpuQMatVec, LongRows) {
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::MXFP4})
+    for (size_t m : {1, 5}) run_case({t, m, 24, 11008, DType::F32, false});
+}
+
+TEST(GpuQMatVec, BatchShapeAndErrors) {
+  const size_t k = 64, n = 5;
+  const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q8_0, n * k / 32, 3);
+  const QTensor w = QTensor::from_bytes(GGMLType::Q8_0, {n, k}, wb.data(), wb.size(), gpu());
+  const std::vector<float> xs = make_x(6, k, 5);
+  Tensor x = Tensor::from_vector(xs, {2, 3, k});
+  Tensor y = w.matmul_t(x.to_device(gpu()));
+  EXPECT_EQ(y.shape(), (Shape{2, 3, n}));
+  // the same rows one at a time (the same arithmetic per row; 1e-5 allows a different FMA contraction
+  // between the 1-row and 8-row kernels)
+  for (size_t i = 0; i < 6; ++i) {
+    Tensor yi = w.matmul_t(x.reshape({6, k}).narrow(0, i, 1).to_device(gpu()));
+    EXPECT_TRUE(
+        test::all_close(yi.reshape({n}), test::values(y.reshape({6, n}).narrow(0, i, 1).reshape({n})), 1e-5, 1e-6));
+  }
+  EXPECT_THROW(w.matmul_t(Tensor::zeros({1, k}, DType::F32)), Error);              // x on the CPU
+  EXPECT_THROW(w.matmul_t(Tensor::zeros({1, k + 32}, DType::F32, gpu())), Error);  // wrong k
+  EXPECT_THROW(w.matmul_t(Tensor::zeros({1, k}, DType::F64, gpu())), Error);       // dtype
+}
+
+}  // namespace
