@@ -458,3 +458,31 @@ TEST(GgufFuzzRegression, EmptyTensorWithHugeDims) {
   write_bytes(path, ok.s);
   EXPECT_EQ(GGUFFile::open(path).load("e").shape(), (Shape{1ull << 20, 0, 1ull << 20}));
 }
+
+// Found by the fuzzer's write-back check: save_gguf passed an empty tensor's null data() to
+// memcpy (undefined behaviour, reported by UBSan in scripts/ci_sanitize.sh's run of this suite).
+TEST(GgufFuzzRegression, EmptyRawTensorWritesAndReadsBack) {
+  const std::string path = wick::test::tmp_path("empty_raw.gguf");
+  save_gguf(path, {}, {},
+            {{"e", GGMLType::Q4_0, {0, 3}, {}}, {"f", GGMLType::Q8_0, {32}, std::vector<unsigned char>(34, 1)}});
+  const auto f = GGUFFile::open(path);
+  EXPECT_EQ(f.tensor("e").nbytes, 0u);
+  EXPECT_EQ(f.load_quantized("e").shape(), (Shape{3, 0}));
+  EXPECT_EQ(f.tensor("f").offset, 0u);  // the empty tensor takes no room
+  EXPECT_EQ(f.load_quantized("f").to_bytes(), std::vector<uint8_t>(34, 1));
+  // the empty tensor shares its offset with the next one, in either order of the sort by offset
+  save_gguf(path, {}, {},
+            {{"f", GGMLType::Q8_0, {32}, std::vector<unsigned char>(34, 1)}, {"e", GGMLType::Q4_0, {0}, {}}});
+  EXPECT_EQ(GGUFFile::open(path).tensor("e").offset, 64u);
+  for (int order = 0; order < 2; ++order) {
+    B b;
+    b.header(2, 0);
+    if (order == 0)
+      b.tensor("e", {0}, 0, 0).tensor("x", {4}, 0, 0);
+    else
+      b.tensor("x", {4}, 0, 0).tensor("e", {0}, 0, 0);
+    b.pad().zeros(16);
+    write_bytes(path, b.s);
+    EXPECT_NO_THROW(GGUFFile::open(path)) << order;
+  }
+}

@@ -398,6 +398,8 @@ struct GGUFFile::Impl {
         r.fail("tensor '" + t.name + "' data [" + std::to_string(t.offset) + ", +" + std::to_string(t.nbytes) +
                    ") runs past the end of the data section (" + std::to_string(data_size) + " bytes; truncated file)",
                off_at);
+      // An empty tensor occupies no bytes: gguf-py (and save_gguf) put it at the next one's offset.
+      if (t.nbytes == 0) continue;
       if (prev && t.offset < end)
         r.fail("tensor '" + t.name + "' data at offset " + std::to_string(t.offset) + " overlaps tensor '" +
                    prev->name + "', which ends at " + std::to_string(end),
@@ -730,7 +732,7 @@ void save_gguf(const std::string& path, const std::vector<std::pair<std::string,
     buf.assign(padded(it.nbytes), '\0');
     if (it.t)
       it.t->copy_to_host(buf.data());  // contiguous row-major, from any device
-    else
+    else if (it.nbytes)  // an empty vector's data() may be null, which memcpy must not get
       std::memcpy(buf.data(), it.r->bytes.data(), it.nbytes);
     f.write(buf.data(), std::streamsize(buf.size()));
   }

@@ -2,13 +2,15 @@
 // hang or read past the mapping (ASan + UBSan watch). Whatever parses is also used as a program
 // would: plain tensors loaded, quantized ones loaded zero-copy with load_quantized, their bytes
 // compared with raw(), dequantized, and a row gathered (small tensors only, so each input stays
-// fast). Build and run: tests/fuzz/run_fuzz_gguf.sh
+// fast); then the whole file is written back with save_gguf and must read back the same.
+// Build and run: tests/fuzz/run_fuzz_gguf.sh
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "wick/gguf.hpp"
 
@@ -29,6 +31,45 @@ void use_quantized(const wick::GGUFFile& f, const wick::GGUFTensorInfo& t, size_
     sink += q.embedding(ids).numel();
   }
   sink += x.numel();
+}
+
+// Same value, where NaN matches NaN (an f32 signalling NaN comes back quiet through the double
+// that GGUFValue holds).
+bool same(const wick::GGUFValue& a, const wick::GGUFValue& b) {
+  if (a.type != b.type || a.u != b.u || a.i != b.i || a.b != b.b || a.s != b.s) return false;
+  if (!(a.f == b.f || (a.f != a.f && b.f != b.f))) return false;
+  if (a.type != wick::GGUFType::Array) return true;
+  if (a.elem_type != b.elem_type || a.array.size() != b.array.size()) return false;
+  for (size_t k = 0; k < a.array.size(); ++k)
+    if (!same(a.array[k], b.array[k])) return false;
+  return true;
+}
+
+// What the reader accepted, written back by save_gguf (metadata and every tensor's stored bytes),
+// must read back the same: the writer accepts what the reader does and the two agree.
+void rewrite_and_compare(const wick::GGUFFile& f) {
+  static int fd = memfd_create("fuzz_gguf_out", 0);
+  static const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  std::vector<wick::GGUFRawTensor> raw;
+  for (const auto& t : f.tensors()) {
+    auto [p, n] = f.raw(t.name);
+    raw.push_back({t.name, t.type, t.dims, std::vector<unsigned char>(p, p + n)});
+  }
+  wick::save_gguf(path, f.metadata(), {}, raw);  // an Error here is a finding (not caught below)
+  const auto g = wick::GGUFFile::open(path);
+  if (g.metadata().size() != f.metadata().size() || g.tensors().size() != f.tensors().size() ||
+      g.alignment() != f.alignment())
+    __builtin_trap();
+  for (size_t k = 0; k < f.metadata().size(); ++k)
+    if (g.metadata()[k].first != f.metadata()[k].first || !same(g.metadata()[k].second, f.metadata()[k].second))
+      __builtin_trap();
+  for (size_t k = 0; k < f.tensors().size(); ++k) {
+    const auto &a = f.tensors()[k], &b = g.tensors()[k];
+    if (a.name != b.name || a.type != b.type || a.dims != b.dims || a.nbytes != b.nbytes) __builtin_trap();
+    auto [pa, na] = f.raw(a.name);
+    auto [pb, nb] = g.raw(b.name);
+    if (na != nb || (na && std::memcmp(pa, pb, na) != 0)) __builtin_trap();
+  }
 }
 
 }  // namespace
@@ -59,6 +100,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (sink == 0xdeadbeef) return 1;
   } catch (const wick::Error&) {
+    return 0;  // refused input: nothing to write back
+  }
+  try {
+    rewrite_and_compare(wick::GGUFFile::open(path));
+  } catch (const wick::Error&) {
+    __builtin_trap();  // the writer refused, or the reader refused what the writer wrote
   }
   return 0;
 }
