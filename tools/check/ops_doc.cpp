@@ -123,7 +123,8 @@ std::vector<OpRow> backend_op_rows() {
        "run",
        "run (kernels/qmatmul.cu; prefill kernels/quant.cu)"},
       {"quantized",
-       "quantize from float: every type on the cpu; the activation types Q8_0, Q8_1, Q8_K on a GPU",
+       "quantize from float: the activation types Q8_0, Q8_1, Q8_K on every device (parity cases); every type on the "
+       "cpu (tests/test_quantize.cpp)",
        "bf16 f16 f32 f64 in",
        {"quantize"},
        "run",
