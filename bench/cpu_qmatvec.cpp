@@ -8,6 +8,9 @@
 // 2. y = x @ W^T for x (1, 4096) f32 and W (11008, 4096) in Q4_0, Q8_0, Q4_K, Q6_K (+ the other
 //    SIMD types) at every kernel level the CPU has: best and median time, GB/s of weight bytes
 //    (best), % of (1). The runs cycle through copies of W that together fill 1 GiB.
+//    On a shared machine (other jobs on the cores) the medians measure the scheduler; the best of
+//    many short runs is what the kernels do when they have the cores (the load average is printed
+//    before and after).
 // 3. More rows (Q4_0, Q4_K, W 4096x4096): the integer kernels in groups of 8 rows against
 //    dequantize + sgemm (the path qmatmul takes beyond 8 rows), GFLOP/s.
 // Weights are random f32 rows quantized by wick's CPU quantizer, tiled to the full height (every
@@ -34,6 +37,16 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double secs(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// The 1-minute load average (/proc/loadavg), or -1.
+double loadavg() {
+  double v = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &v) != 1) v = -1;
+    std::fclose(f);
+  }
+  return v;
+}
 
 // Sum of n uint64 with 4 AVX2 accumulators (read-only stream); scalar where AVX2 is missing.
 __attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t* p, size_t n) {
@@ -63,7 +76,11 @@ uint64_t sum_scalar(const uint64_t* p, size_t n) {
 // memory), best of reps. Windows of the weights' size make the two measurements alike: on a
 // shared machine a run of a few ms is more often spared by the scheduler than one of 100 ms, and
 // "best of" then compares like with like.
-double read_bandwidth(size_t bytes, size_t window, int reps) {
+struct Rate {
+  double wall;  // GB/s: bytes / best wall time
+};
+
+Rate read_bandwidth(size_t bytes, size_t window, int reps) {
   const size_t n = bytes / 8;
   uint64_t* buf = static_cast<uint64_t*>(std::aligned_alloc(64, n * 8));
   struct Ctx {
@@ -108,7 +125,7 @@ double read_bandwidth(size_t bytes, size_t window, int reps) {
   }
   std::free(buf);
   if (check == 1) std::printf("(unlikely)\n");  // keeps the sums live
-  return best;
+  return {best};
 }
 
 // `copies` (rows, k) weights of type t, each its own storage: 64 random rows quantized by wick,
@@ -127,7 +144,7 @@ std::vector<QTensor> make_weights(GGMLType t, size_t rows, size_t k, size_t copi
 }
 
 struct Timing {
-  double best, median;  // seconds
+  double best, median;  // wall seconds
 };
 
 // y = x @ W^T over reps runs cycling through the weights (after one warm-up each).
@@ -161,17 +178,17 @@ int main(int argc, char** argv) {
     }
   }
   const size_t k = 4096, n = 11008;
-  std::printf("threads %zu, kernel levels up to %s\n", cpu::pool_threads(), cpu::qdot::isa_name(cpu::qdot::best_isa()));
+  std::printf("threads %zu, kernel levels up to %s, load average %.2f\n", cpu::pool_threads(),
+              cpu::qdot::isa_name(cpu::qdot::best_isa()), loadavg());
   const size_t big = quick ? (size_t(256) << 20) : (size_t(1) << 30);
-  const double bw_full = read_bandwidth(big, big, quick ? 3 : 10);
-  const double bw = read_bandwidth(big, size_t(32) << 20, 4 * reps);
-  std::printf(
-      "read bandwidth, sum over %zu MiB: %.2f GB/s whole (best of %d), %.2f GB/s in 32 MiB windows (best of "
-      "%d; the %% below)\n\n",
-      big >> 20, bw_full, quick ? 3 : 10, bw, 4 * reps);
+  const Rate bw_full = read_bandwidth(big, big, quick ? 3 : 10);
+  const Rate bw = read_bandwidth(big, size_t(32) << 20, 4 * reps);
+  std::printf("read bandwidth, sum over %zu MiB, best of %d: %.2f GB/s whole, %.2f in 32 MiB windows (wall)\n",
+              big >> 20, quick ? 3 : 10, bw_full.wall, bw.wall);
+  std::printf("\n");
   std::printf("matrix-vector y = x @ W^T, x 1x%zu f32, W %zux%zu, weights cycled through %zu MiB (%d runs)\n", k, n, k,
               big >> 20, reps);
-  std::printf("%-7s %-7s %8s %9s %9s %9s %8s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "% bw");
+  std::printf("%-7s %-7s %7s %8s %8s %8s %7s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "% bw");
   const Tensor x1 = Tensor::randn({1, k}, DType::F32, Device::cpu(), 7);
   for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::IQ4_NL, GGMLType::MXFP4,
                      GGMLType::Q5_K}) {
@@ -181,9 +198,9 @@ int main(int argc, char** argv) {
       cpu::qdot::set_isa(cpu::qdot::Isa(l));
       const Timing tm = time_matmul(ws, x1, l == 0 ? std::max(3, reps / 5) : reps);
       const double gbps = double(one) / tm.best / 1e9;
-      std::printf("%-7s %-7s %8.1f %9.3f %9.3f %9.2f %7.1f%%\n", ggml_type_name(t),
+      std::printf("%-7s %-7s %7.1f %8.3f %8.3f %8.2f %6.1f%%\n", ggml_type_name(t),
                   cpu::qdot::isa_name(cpu::qdot::Isa(l)), double(one) / 1e6, tm.best * 1e3, tm.median * 1e3, gbps,
-                  100 * gbps / bw);
+                  100 * gbps / bw.wall);
       if (quick) break;
     }
   }
@@ -197,14 +214,15 @@ int main(int argc, char** argv) {
       if (quick && m > 64) break;
       const Tensor x = Tensor::randn({m, 4096}, DType::F32, Device::cpu(), 3);
       const int r = m >= 512 ? 3 : std::max(3, reps / 4);
-      setenv("WICK_QMATMUL_PATH", "int", 1);
       const double si = time_matmul(w, x, r).best;
-      unsetenv("WICK_QMATMUL_PATH");
+      setenv("WICK_QMATMUL_PATH", "sgemm", 1);
       const double sb = m > 8 ? time_matmul(w, x, r).best : si;  // up to 8 rows: always the int path
+      unsetenv("WICK_QMATMUL_PATH");
       const double fl = 2.0 * double(m) * 4096 * 4096;
       std::printf("%-7s %5zu %12.3f %12.1f %12.3f %12.1f\n", ggml_type_name(t), m, si * 1e3, fl / si / 1e9, sb * 1e3,
                   fl / sb / 1e9);
     }
   }
+  std::printf("\nload average %.2f\n", loadavg());
   return 0;
 }

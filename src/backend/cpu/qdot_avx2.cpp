@@ -28,6 +28,12 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Weight bytes prefetched ahead of the kernel (see qdot_avx512.cpp).
+constexpr int kAhead = 4096;
+inline void ahead(const uint8_t* b, int lines) {
+  for (int l = 0; l < lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+}
+
 inline __m256i lane0(int32_t v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)); }
 
 // Sum of 32 signed w times 32 signed x, as 8 int32 lanes.
@@ -52,6 +58,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * BB;
+    ahead(b, 1);
     float dw;
     if constexpr (K == Nib::MXFP4) {
       const uint32_t e = b[0];  // e8m0 halved, as the decoder: 2^(e - 128), subnormal for e < 2
@@ -81,6 +88,7 @@ void q8_0_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * 34;
+    ahead(b, 1);
     const float dw = f16(b);
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
     const __m256i aq = _mm256_sign_epi8(q, q);
@@ -116,6 +124,7 @@ void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   }
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * 144;
+    ahead(b, 3);
     const float d = f16(b), dmin = f16(b + 2);
     int sc[8], mn[8];
     for (int g = 0; g < 8; ++g) scale_min(b + 4, g, sc[g], mn[g]);
@@ -153,6 +162,7 @@ void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * 210;
+    ahead(b, 4);
     const float d = f16(b + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));

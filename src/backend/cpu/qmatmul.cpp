@@ -4,8 +4,10 @@
 // (llama.cpp's Q8_0 / Q8_K, ops/quant_encode.hpp) and every weight row is dotted with all of them
 // in integer arithmetic by the kernel level the CPU supports (qdot.hpp), weight rows split over
 // the thread pool. Each weight block is read from memory once, which is what bounds a decode step.
-// More rows (prefill): panels of W dequantized to f32 and multiplied by OpenBLAS sgemm, which
-// beat the integer kernels in groups of 8 rows from m = 16 up on the 2-core machine (bench/README).
+// More rows (prefill) take the same kernels, 8 rows of x per weight read, groups of x rows
+// outermost within a chunk of weight rows (both stay in cache). The alternative, panels of W
+// dequantized to f32 times OpenBLAS sgemm (WICK_QMATMUL_PATH=sgemm), was 2.5-8x slower for m = 16
+// to 512 on the 2-core machine (bench/cpu_qmatvec.cpp, bench/results/cpu_qmatvec_2cpu_*.txt).
 #include <cblas.h>
 
 #include <algorithm>
@@ -27,11 +29,11 @@ namespace {
 
 constexpr size_t kMaxMatvecRows = 8;  // rows one kernel call takes (qdot::RowDot)
 
-// Which path takes m > 8 rows: dequantize + sgemm unless WICK_QMATMUL_PATH=int (for measuring,
+// WICK_QMATMUL_PATH=sgemm sends m > 8 rows through dequantize + sgemm (for measuring,
 // bench/cpu_qmatvec.cpp; read on every call, which costs nothing next to such a matmul).
-bool int_path_for_many_rows() {
+bool sgemm_path_for_many_rows() {
   const char* e = std::getenv("WICK_QMATMUL_PATH");
-  return e && std::string(e) == "int";
+  return e && std::string(e) == "sgemm";
 }
 
 // Row i of x (unit last stride) as k floats in dst.
@@ -219,7 +221,7 @@ StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layou
     std::memset(out->data(), 0, m * n * dtype_size(x.dtype()));
     return out;
   }
-  if (m <= kMaxMatvecRows || int_path_for_many_rows()) {
+  if (m <= kMaxMatvecRows || !sgemm_path_for_many_rows()) {
     Activations a;
     quantize_activations(x, x_l, m, k, qdot::act_type(q.type), a);
     matvec(q, w, row_bytes, a, m, x.dtype(), out->data());
