@@ -8,6 +8,7 @@
 // so the weights come from device memory, not from L2.
 // Built in GPU builds with the tests (target gpu_qmatvec); run: build/gpu_qmatvec
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -106,15 +107,28 @@ int main() {
   };
   const GGMLType types[] = {GGMLType::Q4_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::Q8_0, GGMLType::MXFP4};
   const Shape shapes[] = {{1, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 32000}};
-  std::printf("%-6s %-16s %10s %9s %9s %8s\n", "type", "m x k x n", "W MiB", "us", "GB/s", "% copy");
   float *x, *y;
   void* scratch;
   CHECK(gpuMalloc(reinterpret_cast<void**>(&x), 8 * 32000 * sizeof(float)));
   CHECK(gpuMalloc(reinterpret_cast<void**>(&y), 8 * 32000 * sizeof(float)));
   CHECK(gpuMalloc(&scratch, qmatvec_scratch_bytes(8, 32000)));
   fill_x<<<256, 256, 0, s>>>(x, 8 * 32000);
-  double worst = 1e30;
-  auto run = [&](GGMLType t, Shape sh, bool in_table) {
+
+  // The fixed cost of a call: 2 weight rows (the activation quantization, two launches).
+  {
+    void* w2;
+    CHECK(gpuMalloc(&w2, 2 * 4096));
+    fill_bytes<<<16, 256, 0, s>>>(static_cast<uint8_t*>(w2), 2 * 4096, 7);
+    const double t0 = best_time(
+        s, [&](int) { qmatvec(s, GGMLType::Q8_0, w2, 2, 4096 / 34 * 32, x, DType::F32, 1, 0, 4096, scratch, y); }, 200,
+        7, 5);
+    std::printf("fixed cost of a call (1x3840x2 Q8_0: quantize + matvec launches): %.2f us\n", t0 * 1e6);
+    CHECK(gpuFree(w2));
+  }
+
+  // Times y = x @ W^T for each rows-per-block choice in rs (0: the tuned one); returns the best
+  // time and its choice. The outputs of every choice must agree (the same sums per row).
+  auto run = [&](GGMLType t, Shape sh, const std::vector<int>& rs, std::vector<double>& times) {
     const size_t bytes = sh.n * (sh.k / ggml_block_size(t)) * ggml_type_size(t);
     const size_t copies = std::max<size_t>(1, (3 * l2 + bytes - 1) / bytes);
     std::vector<void*> w(copies);
@@ -123,22 +137,63 @@ int main() {
       fill_bytes<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(w[c]), bytes, uint32_t(c + 1));
     }
     const int iters = int(std::min<size_t>(200, std::max<size_t>(50, copies * 4)));
-    const double tt = best_time(
-        s, [&](int i) { qmatvec(s, t, w[size_t(i) % copies], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y); },
-        iters, 7, 5);
-    const double bw = double(bytes) / tt;
-    char shape[32];
-    std::snprintf(shape, sizeof shape, "%zux%zux%zu", sh.m, sh.k, sh.n);
-    std::printf("%-6s %-16s %10.1f %9.2f %9.0f %7.1f%%%s\n", ggml_type_name(t), shape, bytes / 1048576.0, tt * 1e6,
-                bw / 1e9, 100.0 * bw / copy_bw, in_table ? "" : "  (extra)");
-    if (in_table) worst = std::min(worst, bw / copy_bw);
+    std::vector<float> first, cur(sh.m * sh.n);
+    times.clear();
+    for (int r : rs) {
+      times.push_back(best_time(
+          s,
+          [&](int i) { qmatvec(s, t, w[size_t(i) % copies], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y, r); },
+          iters, 7, 5));
+      qmatvec(s, t, w[0], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y, r);
+      CHECK(gpuMemcpyAsync(cur.data(), y, cur.size() * sizeof(float), gpuMemcpyDeviceToHost, s));
+      CHECK(gpuStreamSynchronize(s));
+      if (first.empty()) first = cur;
+      size_t bad = 0;
+      for (size_t i = 0; i < cur.size(); ++i) {
+        const float a = first[i], b = cur[i];
+        if (!(a == b || (a != a && b != b) || std::fabs(a - b) <= 1e-5f * std::fabs(a))) ++bad;
+      }
+      if (bad) std::printf("  MISMATCH: rows per block %d differs from the first choice in %zu outputs\n", r, bad);
+    }
     for (void* p : w) CHECK(gpuFree(p));
+    return bytes;
   };
+
+  const std::vector<int> rs = {1, 2, 4, 8};
+  std::printf("one row of x; us for 1 / 2 / 4 / 8 weight rows per block, then the best\n");
+  std::printf("%-6s %-16s %8s %8s %8s %8s %8s %9s %8s\n", "type", "m x k x n", "W MiB", "R=1", "R=2", "R=4", "R=8",
+              "GB/s", "% copy");
+  double worst = 1e30;
+  std::vector<double> sum_by_r(rs.size(), 0.0);
   for (GGMLType t : types)
-    for (Shape sh : shapes) run(t, sh, true);
-  for (size_t m : {2, 4, 8}) run(GGMLType::Q4_K, {m, 4096, 11008}, false);
-  for (size_t m : {4, 8}) run(GGMLType::Q4_0, {m, 4096, 11008}, false);
-  std::printf("lowest %% of copy bandwidth over the 20 target cases: %.1f%% (target 80%%)\n", 100.0 * worst);
+    for (Shape sh : shapes) {
+      std::vector<double> tt;
+      const size_t bytes = run(t, sh, rs, tt);
+      size_t bi = 0;
+      for (size_t i = 0; i < tt.size(); ++i) {
+        if (tt[i] < tt[bi]) bi = i;
+        sum_by_r[i] += double(bytes) / tt[i] / copy_bw;
+      }
+      const double bw = double(bytes) / tt[bi];
+      char shape[32];
+      std::snprintf(shape, sizeof shape, "%zux%zux%zu", sh.m, sh.k, sh.n);
+      std::printf("%-6s %-16s %8.1f %8.2f %8.2f %8.2f %8.2f %9.0f %7.1f%%\n", ggml_type_name(t), shape,
+                  bytes / 1048576.0, tt[0] * 1e6, tt[1] * 1e6, tt[2] * 1e6, tt[3] * 1e6, bw / 1e9,
+                  100.0 * bw / copy_bw);
+      worst = std::min(worst, bw / copy_bw);
+    }
+  for (size_t i = 0; i < rs.size(); ++i)
+    std::printf("R=%d: mean %% of copy over the 20 cases %.1f%%\n", rs[i], 100.0 * sum_by_r[i] / 20);
+  std::printf("lowest %% of copy bandwidth over the 20 target cases (best R each): %.1f%% (target 80%%)\n",
+              100.0 * worst);
+  std::printf("more rows of x (the tuned rows per block):\n");
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K})
+    for (size_t m : {2, 4, 8}) {
+      std::vector<double> tt;
+      const size_t bytes = run(t, {m, 4096, 11008}, {0}, tt);
+      std::printf("%-6s %zux4096x11008 %9.2f us %9.0f GB/s %7.1f%%\n", ggml_type_name(t), m, tt[0] * 1e6,
+                  bytes / tt[0] / 1e9, 100.0 * bytes / tt[0] / copy_bw);
+    }
   CHECK(gpuStreamSynchronize(s));
   return 0;
 }

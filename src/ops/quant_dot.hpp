@@ -50,6 +50,22 @@ WICK_HD int ld_a2(const uint8_t* p) { return int(ld_u16(p) | (ld_u16(p + 2) << 1
 WICK_HD int ld_a1(const uint8_t* p) {
   return int(uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24));
 }
+// 8 bytes at any alignment as two words. On the device: the aligned words that cover them, shifted
+// into place (3 loads instead of 8 byte loads); the third word is only read when needed, so
+// nothing past the last byte is touched.
+WICK_HD void ld_8_a1(const uint8_t* p, int& a, int& b) {
+#if WICK_DEVICE_COMPILE
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* q = reinterpret_cast<const uint32_t*>(addr & ~uintptr_t(3));
+  const uint32_t sh = uint32_t(addr & 3u) * 8u;
+  const uint32_t w0 = q[0], w1 = q[1], w2 = sh ? q[2] : 0u;
+  a = int(uint32_t(((uint64_t(w1) << 32) | w0) >> sh));
+  b = int(uint32_t(((uint64_t(w2) << 32) | w1) >> sh));
+#else
+  a = ld_a1(p);
+  b = ld_a1(p + 4);
+#endif
+}
 WICK_HD float ld_h(const uint8_t* p) { return to_f32(f16::from_bits(uint16_t(ld_u16(p)))); }
 
 constexpr int kOnes = 0x01010101;
@@ -248,33 +264,41 @@ struct Dot<GGMLType::MXFP4> {
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     uint32_t t[4];
     mxfp4_table(t);
-    lut_dot<M>(detail::e8m0_half(w[0]), ld_a1(w + 1 + 8 * c), ld_a1(w + 5 + 8 * c), t, x, c, acc);
+    int v0, v1;
+    ld_8_a1(w + 1 + 8 * c, v0, v1);
+    lut_dot<M>(detail::e8m0_half(w[0]), v0, v1, t, x, c, acc);
   }
 };
 
-// ---- the 256-element types: C = 16 chunks, each touching several activation blocks.
+// ---- the 256-element types: C = 8 or 16 chunks, each touching several activation blocks.
 
-// Q4_K/Q5_K: chunk c = qs group p = c / 4 (sub-blocks 2p: low nibbles, 2p + 1: high) at bytes
-// 8t..8t+7, t = c % 4; both sub-blocks' elements 8t..8t+7.
+// Q4_K/Q5_K: chunk c = qs group p = c / 2 (sub-blocks 2p: low nibbles, 2p + 1: high) at bytes
+// 16t..16t+15, t = c % 2; both sub-blocks' elements 16t..16t+15. The 12 scale bytes are read as
+// three words and decoded as detail::scale_min_k4 does.
 template <int M, bool kFive>
 WICK_HD void qk45_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
-  const int p = c >> 2, t = c & 3;
-  const uint8_t* qs = w + (kFive ? 48 : 16) + 32 * p + 8 * t;
-  const int v[2] = {ld_a4(qs), ld_a4(qs + 4)};
-  int h[2] = {0, 0};
-  if (kFive) {
-    h[0] = ld_a4(w + 16 + 8 * t);
-    h[1] = ld_a4(w + 20 + 8 * t);
+  const int p = c >> 1, t = c & 1;
+  const uint8_t* qs = w + (kFive ? 48 : 16) + 32 * p + 16 * t;
+  int v[4], h[4] = {0, 0, 0, 0};
+  WICK_QDOT_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    v[i] = ld_a4(qs + 4 * i);
+    if (kFive) h[i] = ld_a4(w + 16 + 16 * t + 4 * i);
   }
+  const uint32_t sw[3] = {uint32_t(ld_a4(w + 4)), uint32_t(ld_a4(w + 8)), uint32_t(ld_a4(w + 12))};
   const float d = ld_h(w), dmin = ld_h(w + 2);
   WICK_QDOT_UNROLL
   for (int half = 0; half < 2; ++half) {
     const int g = 2 * p + half;
-    uint32_t sc, mn;
-    detail::scale_min_k4(w + 4, uint32_t(g), sc, mn);
-    int q[2];
+    // bytes g - 4, g, g + 4 of the scales sit at byte g % 4 of words 0, 1, 2 (g >= 4); bytes g and
+    // g + 4 at byte g of words 0 and 1 (g < 4)
+    const uint32_t sh = 8u * uint32_t(g & 3);
+    const uint32_t b0 = (sw[0] >> sh) & 0xFFu, b1 = (sw[1] >> sh) & 0xFFu, b2 = (sw[2] >> sh) & 0xFFu;
+    const uint32_t sc = g < 4 ? (b0 & 63u) : ((b2 & 15u) | ((b0 >> 2) & 0x30u));
+    const uint32_t mn = g < 4 ? (b1 & 63u) : ((b2 >> 4) | ((b1 >> 2) & 0x30u));
+    int q[4];
     WICK_QDOT_UNROLL
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 4; ++i) {
       q[i] = (v[i] >> (4 * half)) & kNib;
       if (kFive) q[i] |= ((h[i] >> g) & kOnes) << 4;
     }
@@ -282,14 +306,14 @@ WICK_HD void qk45_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) 
     WICK_QDOT_UNROLL
     for (int r = 0; r < M; ++r) {
       int s, sx;
-      dots<2>(q, x, r, g, 2 * t, s, sx);
+      dots<4>(q, x, r, g, 4 * t, s, sx);
       acc[r] += x.d(r, g) * (dl * float(s) - ml * float(sx));
     }
   }
 }
 template <>
 struct Dot<GGMLType::Q4_K> {
-  static constexpr int QK = 256, BB = 144, C = 16;
+  static constexpr int QK = 256, BB = 144, C = 8;
   template <int M>
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     qk45_dot<M, false>(w, c, x, acc);
@@ -297,24 +321,31 @@ struct Dot<GGMLType::Q4_K> {
 };
 template <>
 struct Dot<GGMLType::Q5_K> {
-  static constexpr int QK = 256, BB = 176, C = 16;
+  static constexpr int QK = 256, BB = 176, C = 8;
   template <int M>
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     qk45_dot<M, true>(w, c, x, acc);
   }
 };
-// Q6_K: chunk c = half h = c / 8 and l0 = 4 (c % 8): ql words at l0 and 32 + l0, the qh word at
-// l0 give elements l0..l0+3 of the half's four 32-element sub-blocks (activation blocks 4h + j).
+// Q6_K: chunk c = half h = c / 4 and l0 = 8 (c % 4): ql words at l0 and 32 + l0, the qh words at
+// l0 give elements l0..l0+7 of the half's four 32-element sub-blocks (activation blocks 4h + j),
+// whose 16-element scale groups are 8h + l0 / 16 + 2j.
 template <>
 struct Dot<GGMLType::Q6_K> {
-  static constexpr int QK = 256, BB = 210, C = 16;
+  static constexpr int QK = 256, BB = 210, C = 8;
   template <int M>
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
-    const int h = c >> 3, l0 = 4 * (c & 7);
-    const int ql0 = ld_a2(w + 64 * h + l0), ql1 = ld_a2(w + 64 * h + 32 + l0), qh = ld_a2(w + 128 + 32 * h + l0);
-    const int q[4] = {(ql0 & kNib) | ((qh & 0x03030303) << 4), (ql1 & kNib) | (((qh >> 2) & 0x03030303) << 4),
-                      ((ql0 >> 4) & kNib) | (((qh >> 4) & 0x03030303) << 4),
-                      ((ql1 >> 4) & kNib) | (((qh >> 6) & 0x03030303) << 4)};
+    const int h = c >> 2, l0 = 8 * (c & 3);
+    int q[4][2];
+    WICK_QDOT_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      const int ql0 = ld_a2(w + 64 * h + l0 + 4 * i), ql1 = ld_a2(w + 64 * h + 32 + l0 + 4 * i);
+      const int qh = ld_a2(w + 128 + 32 * h + l0 + 4 * i);
+      q[0][i] = (ql0 & kNib) | ((qh & 0x03030303) << 4);
+      q[1][i] = (ql1 & kNib) | (((qh >> 2) & 0x03030303) << 4);
+      q[2][i] = ((ql0 >> 4) & kNib) | (((qh >> 4) & 0x03030303) << 4);
+      q[3][i] = ((ql1 >> 4) & kNib) | (((qh >> 6) & 0x03030303) << 4);
+    }
     const float d = ld_h(w + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(w + 192 + 8 * h + (l0 >> 4));
     WICK_QDOT_UNROLL
@@ -322,9 +353,9 @@ struct Dot<GGMLType::Q6_K> {
       float a = 0.0f;
       WICK_QDOT_UNROLL
       for (int j = 0; j < 4; ++j) {
-        const int xi = x.q(r, 4 * h + j, l0 >> 2);
-        const int s = dot4_i8(q[j], xi, 0) - 32 * dot4_i8(kOnes, xi, 0);
-        a += x.d(r, 4 * h + j) * float(int(sc[2 * j]) * s);
+        int s, sx;
+        dots<2>(q[j], x, r, 4 * h + j, l0 >> 2, s, sx);
+        a += x.d(r, 4 * h + j) * float(int(sc[2 * j]) * (s - 32 * sx));
       }
       acc[r] += d * a;
     }

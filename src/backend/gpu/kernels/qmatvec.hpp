@@ -17,8 +17,9 @@ size_t qmatvec_scratch_bytes(size_t m, size_t k);
 // (F32/F16/BF16) at x + x_offset + i * x_row_stride elements, unit stride along k; y (m, n)
 // contiguous in x_dtype. k is a multiple of t's block size (the core checked it). x is first
 // quantized to Q8_1 into `scratch` (qmatvec_scratch_bytes), then every weight row is dotted with
-// all m rows in one pass over W.
+// all m rows in one pass over W. rows_per_block (1, 2, 4, 8; m = 1 only) overrides the tuned
+// number of weight rows per thread block, for the benchmark's sweep; 0 takes tune::kQmvRows1.
 void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* x, DType x_dtype, size_t m,
-             size_t x_offset, size_t x_row_stride, void* scratch, void* y);
+             size_t x_offset, size_t x_row_stride, void* scratch, void* y, int rows_per_block = 0);
 
 }  // namespace wick::gpu
