@@ -120,6 +120,7 @@ expect 2 "--type is required" -- quantize "$st" "$tmpd/x.gguf"
 expect 1 "tensor 'layer.weight' [64, 64] Q8_0: it is already Q8_0" -- quantize "$tmpd/q8.gguf" "$tmpd/q4.gguf" --type q4_0
 expect 0 "(1 quantized to Q4_0)" -- quantize "$tmpd/q8.gguf" "$tmpd/q4.gguf" --type q4_0 --allow-requantize
 expect 0 "(0 quantized to Q4_0)" -- quantize "$st" "$tmpd/k.gguf" --type q4_0 --keep-f32 layer
+expect 1 "is the input file" -- quantize "$tmpd/q8.gguf" "$tmpd/q8.gguf" --type q8_0
 printf 'not a model' >"$tmpd/junk.bin"
 expect 1 "neither a GGUF file" -- info "$tmpd/junk.bin"
 

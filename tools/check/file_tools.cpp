@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -307,6 +308,10 @@ QuantizeSummary quantize_file(const QuantizeOptions& opt, const std::function<vo
   if (std::find(types.begin(), types.end(), opt.type) == types.end())
     throw Error(ErrorKind::Argument, std::string("quantize: ") + ggml_type_name(opt.type) +
                                          " is not a file type; use one of quantize_file_types()");
+  // The input stays mapped while the output is written: writing over it would truncate the mapping.
+  std::error_code ec;
+  if (std::filesystem::exists(opt.out, ec) && std::filesystem::equivalent(opt.in, opt.out, ec))
+    throw Error(ErrorKind::Argument, "quantize: OUT '" + opt.out + "' is the input file; write to another path");
   std::vector<Source> sources;
   std::vector<std::pair<std::string, GGUFValue>> metadata;
   if (is_gguf(opt.in)) {
