@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL) + VNNI kernels of the CPU quantized matmul: Q4_0, Q8_0, IQ4_NL, MXFP4
-// (Q8_0 activations) and Q4_K, Q6_K (Q8_K activations). Compiled with -mavx512f -mavx512bw
+// (Q8_0 activations) and Q4_K, Q5_K, Q6_K (Q8_K activations). Compiled with -mavx512f -mavx512bw
 // -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c (CMakeLists.txt) and called only when the CPU has
 // them (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
 //
@@ -238,13 +238,16 @@ inline void scales_mins_k4(const uint8_t* s, uint32_t sc[2], uint32_t mn[2]) {
   mn[1] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
 }
 
-// ---- Q4_K: 64 elements (two groups of 32: low and high nibbles of 32 bytes) per zmm, int16
-// pair sums times the group's scale through vpdpwssd; the mins through the activation's sums.
-template <int M>
-void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512i sidx[4];  // int16 lanes 0-15 from scale 2j, 16-31 from 2j + 1
-  for (int j = 0; j < 4; ++j) {
+// ---- Q4_K / Q5_K: 64 elements (two groups of 32: low and high nibbles of 32 bytes) per zmm,
+// int16 pair sums times the group's scale through vpdpwssd; the mins through the activation's
+// sums. Q5_K ors each element's 5th bit (bit g of qh[l] for group g) in as bit 4.
+template <bool Five, int M>
+void q45_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  __m512i sidx[4], hshift[4];  // hshift: Q5_K's qh bit of the low (2j) and high (2j + 1) half
+  for (int j = 0; j < 4; ++j)
+    hshift[j] = _mm512_inserti64x4(_mm512_set1_epi16(int16_t(2 * j)), _mm256_set1_epi16(int16_t(2 * j + 1)), 1);
+  for (int j = 0; j < 4; ++j) {  // int16 lanes 0-15 from scale 2j, 16-31 from 2j + 1
     alignas(64) int16_t idx[32];
     for (int i = 0; i < 32; ++i) idx[i] = int16_t(2 * j + i / 16);
     sidx[j] = _mm512_load_si512(idx);
@@ -256,19 +259,25 @@ void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     mins[r] = 0;
   }
   for (size_t ib = 0; ib < nb; ++ib) {
-    const uint8_t* b = w + ib * 144;
+    constexpr size_t BB = Five ? 176 : 144;
+    const uint8_t* b = w + ib * BB;
     for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
     const float d = f16(b), dmin = f16(b + 2);
     uint32_t sc[2], mn[2];
     scales_mins_k4(b + 4, sc, mn);
+    __m512i qh = _mm512_setzero_si512();
+    if constexpr (Five) qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
     const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(sc[1]), int(sc[0]))));
     const __m128i mn16 = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, int(mn[1]), int(mn[0])));
     __m512i sumi[M];
     for (int r = 0; r < M; ++r) sumi[r] = _mm512_setzero_si512();
     for (int j = 0; j < 4; ++j) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * j));
-      const __m512i q =
-          _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + (Five ? 48 : 16) + 32 * j));
+      __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
+      if constexpr (Five) {  // bit 2j (low half) or 2j + 1 (high half) of qh[l] is the 5th bit
+        const __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, hshift[j]), one);
+        q = _mm512_or_si512(q, _mm512_slli_epi16(hb, 4));
+      }
       const __m512i scv = _mm512_permutexvar_epi16(sidx[j], sc16);
       for (int r = 0; r < M; ++r) {
         const __m512i xq = _mm512_load_si512(x[r].q + ib * 256 + 64 * j);
@@ -386,7 +395,15 @@ struct Q8_0F {
 };
 template <int M>
 struct Q4_KF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { q4_k_kernel<M>(w, nb, x, m, o); }
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    q45_k_kernel<false, M>(w, nb, x, m, o);
+  }
+};
+template <int M>
+struct Q5_KF {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    q45_k_kernel<true, M>(w, nb, x, m, o);
+  }
 };
 template <int M>
 struct Q6_KF {
@@ -403,6 +420,8 @@ RowDot avx512_kernel(uint32_t type) {
       return by_rows<Q8_0F>;
     case 12:
       return by_rows<Q4_KF>;
+    case 13:
+      return by_rows<Q5_KF>;
     case 14:
       return by_rows<Q6_KF>;
     case 20:
