@@ -124,6 +124,102 @@ __global__ void __launch_bounds__(tune::kQuantBlock)
   }
 }
 
+// The speed path for the types the benchmarks name (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4): a thread
+// decodes 8 consecutive elements and stores them with one 16-byte (two for f32) store, with no
+// shared memory and no barrier (the staged kernel above tops out near half the copy bandwidth).
+// Each element is the same expression, with the same roundings in the same order, as in
+// quant::dequantize_block (test_gpu_quant compares the two bit for bit on random bytes); the
+// field helpers are quant_blocks.hpp's own.
+template <GGMLType kT>
+constexpr bool kHasDecode8 = kT == GGMLType::Q4_0 || kT == GGMLType::Q8_0 || kT == GGMLType::Q4_K ||
+                             kT == GGMLType::Q6_K || kT == GGMLType::MXFP4;
+
+// fp4 e2m1 doubled, as quant::detail::mxfp4_value but without its local table: an int first,
+// so code 8 gives +0 as the table does.
+__device__ __forceinline__ float mxfp4_value_nt(uint32_t q) {
+  const uint32_t e = (q >> 1) & 3u, m = q & 1u;
+  const int mag = int(e == 0 ? m : (2u + m) << (e - 1));
+  return float((q & 8u) ? -mag : mag);
+}
+
+// Elements o .. o + 7 (o % 8 == 0) of the block at b.
+template <GGMLType kT> __device__ __forceinline__ void decode8(const uint8_t* __restrict__ b, int o, float* v) {
+  using namespace quant::detail;
+  if constexpr (kT == GGMLType::Q4_0 || kT == GGMLType::MXFP4) {  // nibbles: low j, high j + 16
+    const bool mx = kT == GGMLType::MXFP4;
+    const float d = mx ? e8m0_half(b[0]) : ld_f16(b);
+    const uint8_t* qs = b + (mx ? 1 : 2) + (o & 15);
+    const int sh = o < 16 ? 0 : 4;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t q = (qs[i] >> sh) & 15u;
+      v[i] = mx ? mul_rn(d, mxfp4_value_nt(q)) : mul_rn(d, float(int(q) - 8));
+    }
+  } else if constexpr (kT == GGMLType::Q8_0) {
+    const float d = ld_f16(b);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = mul_rn(float(int8_t(b[2 + o + i])), d);
+  } else if constexpr (kT == GGMLType::Q4_K) {
+    const float d = ld_f16(b), dmin = ld_f16(b + 2);
+    const uint32_t g = uint32_t(o) >> 5, l = uint32_t(o) & 31u;
+    uint32_t sc, mn;
+    scale_min_k4(b + 4, g, sc, mn);
+    const float dl = mul_rn(d, float(sc)), ml = mul_rn(dmin, float(mn));
+    const uint8_t* qs = b + 16 + (g >> 1) * 32 + l;
+    const int sh = 4 * int(g & 1u);
+    uint8_t q8[8];
+    if ((reinterpret_cast<uintptr_t>(qs) & 7u) == 0) {  // blocks of 144 bytes: aligned when the tensor is
+      const uint2 w = *reinterpret_cast<const uint2*>(qs);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q8[i] = uint8_t(w.x >> (8 * i)), q8[i + 4] = uint8_t(w.y >> (8 * i));
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) q8[i] = qs[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = sub_rn(mul_rn(dl, float((q8[i] >> sh) & 15u)), ml);
+  } else if constexpr (kT == GGMLType::Q6_K) {
+    // half h of 128; quarter w of it: low nibbles of ql[l] (w 0, 2: low / high nibble) or
+    // ql[l + 32] (w 1, 3), bits 2w..2w+1 of qh[l]; scale 8h + l / 16 + 2w.
+    const uint32_t h = uint32_t(o) >> 7, w = (uint32_t(o) >> 5) & 3u, l = uint32_t(o) & 31u;
+    const float d = ld_f16(b + 208);
+    const float s = mul_rn(d, float(int8_t(b[192 + h * 8 + (l >> 4) + 2 * w])));
+    const uint8_t* l8 = b + h * 64 + l + (w & 1u) * 32;
+    const uint8_t* h8 = b + 128 + h * 32 + l;
+    const int lsh = w >= 2 ? 4 : 0, hsh = 2 * int(w);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      v[i] = mul_rn(s, float(int(((l8[i] >> lsh) & 15u) | (((h8[i] >> hsh) & 3u) << 4)) - 32));
+  }
+}
+
+template <class Out> __device__ __forceinline__ void store8(Out* __restrict__ out, const float* v) {
+  if constexpr (sizeof(Out) == 2) {
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[i] = uint32_t(cast<Out>(v[2 * i]).bits) | (uint32_t(cast<Out>(v[2 * i + 1]).bits) << 16);
+    *reinterpret_cast<uint4*>(out) = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    reinterpret_cast<float4*>(out)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(out)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+}
+
+// out (16-byte aligned) [8 t .. 8 t + 8) for every t < n8 (elements / 8).
+template <GGMLType kT, class Out>
+__global__ void __launch_bounds__(tune::kQuantBlock)
+    dequant8_kernel(const uint8_t* __restrict__ in, Out* __restrict__ out, int64_t n8) {
+  using B = QB<kT>;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n8; t += step) {
+    const int64_t e = t * 8, blk = e / B::kElems;
+    float v[8];
+    decode8<kT>(in + blk * B::kBytes, int(e - blk * B::kElems), v);
+    store8(out + e, v);
+  }
+}
+
 // Embedding: output row r is table row ids[r * ids_stride]; block g of the output is block
 // g % bpr of that row. An id outside [0, rows) leaves zeros and records the smallest such r.
 template <GGMLType kT, class Out, class I>
@@ -204,6 +300,14 @@ template <class Out> void dequant_launch(gpuStream_t s, GGMLType t, const uint8_
   if (n_blocks == 0) return;
   dispatch_qtype(t, "dequantize", [&](auto tc) {
     constexpr GGMLType kT = decltype(tc)::value;
+    if constexpr (kHasDecode8<kT>) {
+      if ((reinterpret_cast<uintptr_t>(out) & 15u) == 0) {
+        const int64_t n8 = n_blocks * QB<kT>::kElems / 8;
+        dequant8_kernel<kT, Out><<<grid_for(n8, tune::kQuantBlock), tune::kQuantBlock, 0, s>>>(in, out, n8);
+        check_launch("dequantize");
+        return;
+      }
+    }
     dequant_kernel<kT, Out>
         <<<rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s>>>(in, out, n_blocks, is_aligned4(in));
     check_launch("dequantize");
