@@ -16,10 +16,13 @@
 
 #include "backend/gpu/kernels/qmatvec.hpp"
 #include "backend/gpu/runtime.hpp"
+#include "backend/gpu/tuning.hpp"
 
 using namespace wick;
 using wick::gpu::qmatvec;
 using wick::gpu::qmatvec_scratch_bytes;
+int tune_rows1() { return wick::gpu::tune::kQmvRows1; }
+int tune_block() { return wick::gpu::tune::kQmvBlock; }
 
 namespace {
 
@@ -128,7 +131,10 @@ int main() {
 
   // Times y = x @ W^T for each rows-per-block choice in rs (0: the tuned one); returns the best
   // time and its choice. The outputs of every choice must agree (the same sums per row).
-  auto run = [&](GGMLType t, Shape sh, const std::vector<int>& rs, std::vector<double>& times) {
+  struct Cfg {
+    int rows, threads;  // 0: the tuned value
+  };
+  auto run = [&](GGMLType t, Shape sh, const std::vector<Cfg>& rs, std::vector<double>& times) {
     const size_t bytes = sh.n * (sh.k / ggml_block_size(t)) * ggml_type_size(t);
     const size_t copies = std::max<size_t>(1, (3 * l2 + bytes - 1) / bytes);
     std::vector<void*> w(copies);
@@ -139,12 +145,15 @@ int main() {
     const int iters = int(std::min<size_t>(200, std::max<size_t>(50, copies * 4)));
     std::vector<float> first, cur(sh.m * sh.n);
     times.clear();
-    for (int r : rs) {
+    for (Cfg r : rs) {
       times.push_back(best_time(
           s,
-          [&](int i) { qmatvec(s, t, w[size_t(i) % copies], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y, r); },
-          iters, 7, 5));
-      qmatvec(s, t, w[0], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y, r);
+          [&](int i) {
+            qmatvec(s, t, w[size_t(i) % copies], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y, r.rows,
+                    r.threads);
+          },
+          iters, 5, 3));
+      qmatvec(s, t, w[0], sh.n, sh.k, x, DType::F32, sh.m, 0, sh.k, scratch, y, r.rows, r.threads);
       CHECK(gpuMemcpyAsync(cur.data(), y, cur.size() * sizeof(float), gpuMemcpyDeviceToHost, s));
       CHECK(gpuStreamSynchronize(s));
       if (first.empty()) first = cur;
@@ -153,44 +162,54 @@ int main() {
         const float a = first[i], b = cur[i];
         if (!(a == b || (a != a && b != b) || std::fabs(a - b) <= 1e-5f * std::fabs(a))) ++bad;
       }
-      if (bad) std::printf("  MISMATCH: rows per block %d differs from the first choice in %zu outputs\n", r, bad);
+      if (bad)
+        std::printf("  MISMATCH: rows %d threads %d differ from the first choice in %zu outputs\n", r.rows, r.threads,
+                    bad);
     }
     for (void* p : w) CHECK(gpuFree(p));
     return bytes;
   };
 
-  const std::vector<int> rs = {1, 2, 4, 8};
-  std::printf("one row of x; us for 1 / 2 / 4 / 8 weight rows per block, then the best\n");
-  std::printf("%-6s %-16s %8s %8s %8s %8s %8s %9s %8s\n", "type", "m x k x n", "W MiB", "R=1", "R=2", "R=4", "R=8",
-              "GB/s", "% copy");
-  double worst = 1e30;
-  std::vector<double> sum_by_r(rs.size(), 0.0);
+  // m = 1: every rows-per-block x threads-per-block choice; the tuned one first.
+  std::vector<Cfg> cfgs = {{0, 0}};
+  for (int r : {1, 2, 4, 8})
+    for (int th : {64, 128, 256}) cfgs.push_back({r, th});
+  std::printf("one row of x: the tuned choice (R=%d, %d threads) and the best of R in 1/2/4/8 x 64/128/256 threads\n",
+              tune_rows1(), tune_block());
+  std::printf("%-6s %-16s %8s %9s %8s %9s %8s %s\n", "type", "m x k x n", "W MiB", "tuned us", "% copy", "best us",
+              "% copy", "best choice");
+  double worst = 1e30, worst_tuned = 1e30;
+  std::vector<double> sum_by(cfgs.size(), 0.0);
   for (GGMLType t : types)
     for (Shape sh : shapes) {
       std::vector<double> tt;
-      const size_t bytes = run(t, sh, rs, tt);
+      const size_t bytes = run(t, sh, cfgs, tt);
       size_t bi = 0;
       for (size_t i = 0; i < tt.size(); ++i) {
         if (tt[i] < tt[bi]) bi = i;
-        sum_by_r[i] += double(bytes) / tt[i] / copy_bw;
+        sum_by[i] += double(bytes) / tt[i] / copy_bw;
       }
-      const double bw = double(bytes) / tt[bi];
       char shape[32];
       std::snprintf(shape, sizeof shape, "%zux%zux%zu", sh.m, sh.k, sh.n);
-      std::printf("%-6s %-16s %8.1f %8.2f %8.2f %8.2f %8.2f %9.0f %7.1f%%\n", ggml_type_name(t), shape,
-                  bytes / 1048576.0, tt[0] * 1e6, tt[1] * 1e6, tt[2] * 1e6, tt[3] * 1e6, bw / 1e9,
-                  100.0 * bw / copy_bw);
-      worst = std::min(worst, bw / copy_bw);
+      const double p0 = double(bytes) / tt[0] / copy_bw, pb = double(bytes) / tt[bi] / copy_bw;
+      std::printf("%-6s %-16s %8.1f %9.2f %7.1f%% %9.2f %7.1f%% R=%d threads=%d\n", ggml_type_name(t), shape,
+                  bytes / 1048576.0, tt[0] * 1e6, 100.0 * p0, tt[bi] * 1e6, 100.0 * pb, cfgs[bi].rows,
+                  cfgs[bi].threads);
+      worst = std::min(worst, pb);
+      worst_tuned = std::min(worst_tuned, p0);
     }
-  for (size_t i = 0; i < rs.size(); ++i)
-    std::printf("R=%d: mean %% of copy over the 20 cases %.1f%%\n", rs[i], 100.0 * sum_by_r[i] / 20);
-  std::printf("lowest %% of copy bandwidth over the 20 target cases (best R each): %.1f%% (target 80%%)\n",
-              100.0 * worst);
+  for (size_t i = 1; i < cfgs.size(); ++i)
+    std::printf("R=%d threads=%d: mean %% of copy over the 20 cases %.1f%%\n", cfgs[i].rows, cfgs[i].threads,
+                100.0 * sum_by[i] / 20);
+  std::printf(
+      "lowest %% of copy bandwidth over the 20 target cases: tuned %.1f%%, best choice each %.1f%% (target "
+      "80%%)\n",
+      100.0 * worst_tuned, 100.0 * worst);
   std::printf("more rows of x (the tuned rows per block):\n");
   for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K})
     for (size_t m : {2, 4, 8}) {
       std::vector<double> tt;
-      const size_t bytes = run(t, {m, 4096, 11008}, {0}, tt);
+      const size_t bytes = run(t, {m, 4096, 11008}, {{0, 0}}, tt);
       std::printf("%-6s %zux4096x11008 %9.2f us %9.0f GB/s %7.1f%%\n", ggml_type_name(t), m, tt[0] * 1e6,
                   bytes / tt[0] / 1e9, 100.0 * bytes / tt[0] / copy_bw);
     }

@@ -93,6 +93,7 @@ inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
 // from llama.cpp's mmvq defaults (4 warps); AMD unmeasured.
 inline constexpr int kQmvMaxRows = 8;
 inline constexpr int kQmvBlock = 128;
+inline constexpr int kQmvMaxBlock = 256;  // the kernels' launch bound (the bench tries 64..256)
 inline constexpr int kQmvRows = 2;   // 2..8 rows of x
 inline constexpr int kQmvRows1 = 2;  // one row of x (1, 2, 4 or 8)
 inline constexpr int kQmvUnroll = 2;

@@ -70,7 +70,7 @@ __device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
 // threads: consecutive bytes), each chunk dotted with the M activation rows. Then a warp
 // reduction, partial sums of the warps in shared memory, one thread per output.
 template <class Tr, int M, int R>
-__global__ void __launch_bounds__(tune::kQmvBlock)
+__global__ void __launch_bounds__(tune::kQmvMaxBlock)
     qmv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int nblk, const uint8_t* __restrict__ xq,
                size_t xq_row_bytes, int64_t n, int m, void* __restrict__ y, int y_dt) {
   constexpr int U = tune::kQmvUnroll;
@@ -118,13 +118,13 @@ __global__ void __launch_bounds__(tune::kQmvBlock)
 
 template <int M, int R>
 void launch_qmv_r(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k, const uint8_t* xq,
-                  size_t xq_row_bytes, int m, void* y, int y_dt) {
+                  size_t xq_row_bytes, int m, void* y, int y_dt, int threads) {
   const unsigned grid = unsigned((n + R - 1) / R);
   const bool known = quant::dot::dispatch_dot(t, [&](auto tr) {
     using Tr = decltype(tr);
     const size_t nblk = k / Tr::QK;
     qmv_kernel<Tr, M, R>
-        <<<grid, tune::kQmvBlock, 0, s>>>(w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n), m, y, y_dt);
+        <<<grid, threads, 0, s>>>(w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n), m, y, y_dt);
   });
   if (!known)
     throw Error(ErrorKind::Unsupported, std::string("qmatmul: no GPU matrix-vector kernel for ") + ggml_type_name(t) +
@@ -136,24 +136,24 @@ void launch_qmv_r(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t 
 // choice); more rows keep a fixed R (each weight row costs M accumulators).
 template <int M>
 void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k, const uint8_t* xq, size_t xq_row_bytes,
-                int m, void* y, int y_dt, int rows_per_block) {
+                int m, void* y, int y_dt, int rows_per_block, int threads) {
   if constexpr (M == 1) {
     switch (rows_per_block ? rows_per_block : tune::kQmvRows1) {
       case 1:
-        return launch_qmv_r<1, 1>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt);
+        return launch_qmv_r<1, 1>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt, threads);
       case 2:
-        return launch_qmv_r<1, 2>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt);
+        return launch_qmv_r<1, 2>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt, threads);
       case 4:
-        return launch_qmv_r<1, 4>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt);
+        return launch_qmv_r<1, 4>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt, threads);
       case 8:
-        return launch_qmv_r<1, 8>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt);
+        return launch_qmv_r<1, 8>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt, threads);
       default:
         break;
     }
     throw Error(ErrorKind::Argument,
                 "qmatvec: rows_per_block must be 0, 1, 2, 4 or 8, got " + std::to_string(rows_per_block));
   } else {
-    launch_qmv_r<M, tune::kQmvRows>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt);
+    launch_qmv_r<M, tune::kQmvRows>(s, t, w, n, k, xq, xq_row_bytes, m, y, y_dt, threads);
   }
 }
 
@@ -162,12 +162,16 @@ void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k,
 size_t qmatvec_scratch_bytes(size_t m, size_t k) { return size_t(padded_rows(m)) * (k / 32) * kQ8_1Bytes; }
 
 void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* x, DType x_dtype, size_t m,
-             size_t x_offset, size_t x_row_stride, void* scratch, void* y, int rows_per_block) {
+             size_t x_offset, size_t x_row_stride, void* scratch, void* y, int rows_per_block, int block_threads) {
   if (m == 0 || m > size_t(tune::kQmvMaxRows))
     throw Error(ErrorKind::Internal, "qmatvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
                                          std::to_string(tune::kQmvMaxRows));
   if (n == 0 || k == 0) return;
   const int rows = padded_rows(m);
+  const int threads = block_threads ? block_threads : tune::kQmvBlock;
+  if (threads % 64 != 0 || threads > tune::kQmvMaxBlock)
+    throw Error(ErrorKind::Argument, "qmatvec: block_threads must be 0 or a multiple of 64 up to " +
+                                         std::to_string(tune::kQmvMaxBlock) + ", got " + std::to_string(block_threads));
   const int64_t xb = int64_t(k / 32);
   auto* xq = static_cast<uint8_t*>(scratch);
   const int64_t lanes = int64_t(rows) * xb * 32;
@@ -196,16 +200,16 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
   const auto* wb = static_cast<const uint8_t*>(w);
   switch (rows) {
     case 1:
-      launch_qmv<1>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block);
+      launch_qmv<1>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
     case 2:
-      launch_qmv<2>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block);
+      launch_qmv<2>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
     case 4:
-      launch_qmv<4>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block);
+      launch_qmv<4>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
     default:
-      launch_qmv<8>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block);
+      launch_qmv<8>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
   }
 }

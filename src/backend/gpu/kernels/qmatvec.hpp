@@ -18,8 +18,10 @@ size_t qmatvec_scratch_bytes(size_t m, size_t k);
 // contiguous in x_dtype. k is a multiple of t's block size (the core checked it). x is first
 // quantized to Q8_1 into `scratch` (qmatvec_scratch_bytes), then every weight row is dotted with
 // all m rows in one pass over W. rows_per_block (1, 2, 4, 8; m = 1 only) overrides the tuned
-// number of weight rows per thread block, for the benchmark's sweep; 0 takes tune::kQmvRows1.
+// number of weight rows per thread block and block_threads (a multiple of 64 up to
+// tune::kQmvMaxBlock) the threads per block, for the benchmark's sweep; 0 takes the tuned values.
 void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* x, DType x_dtype, size_t m,
-             size_t x_offset, size_t x_row_stride, void* scratch, void* y, int rows_per_block = 0);
+             size_t x_offset, size_t x_row_stride, void* scratch, void* y, int rows_per_block = 0,
+             int block_threads = 0);
 
 }  // namespace wick::gpu
