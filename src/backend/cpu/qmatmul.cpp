@@ -222,7 +222,12 @@ StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layou
     return out;
   }
   if (m <= kMaxMatvecRows || !sgemm_path_for_many_rows()) {
-    Activations a;
+    // The activation buffer is kept per calling thread, so a decode step allocates nothing but
+    // its output; one of more than 4 MiB (a long prefill) is given back after the call.
+    thread_local Activations kept;
+    Activations big;
+    const size_t need = m * (k + 3 * (k / 32) * 4 + 4 * 64);  // >= quantize_activations' layout
+    Activations& a = need <= (size_t(4) << 20) ? kept : big;
     quantize_activations(x, x_l, m, k, qdot::act_type(q.type), a);
     matvec(q, w, row_bytes, a, m, x.dtype(), out->data());
     return out;
