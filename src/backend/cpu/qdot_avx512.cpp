@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL) + VNNI kernels of the CPU quantized matmul: Q4_0, Q8_0, IQ4_NL, MXFP4
-// (Q8_0 activations) and Q4_K, Q5_K, Q6_K (Q8_K activations). Compiled with -mavx512f -mavx512bw
+// (Q8_0 activations) and Q4_K, Q5_K, Q6_K, IQ4_XS (Q8_K activations). Compiled with -mavx512f -mavx512bw
 // -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c (CMakeLists.txt) and called only when the CPU has
 // them (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
 //
@@ -348,6 +348,59 @@ void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   for (int r = 0; r < M; ++r) out[r] = hsum512(acc[r]);
 }
 
+// ---- IQ4_XS: per pair of 32-groups, 32 nibble bytes as [g lo, g hi, g+1 lo, g+1 hi] mapped
+// through the level table + 128 (unsigned), int32 sums by vpdpbusd (no int16 pair sum: 241 * 127
+// * 2 would saturate), times the groups' signed 6-bit scales; the + 128 comes off through the
+// activation's 16-sums.
+template <int M>
+void iq4_xs_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
+  const __m512i lut4 =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512i sidx[4];  // int32 lanes 0-7 from scale 2j, 8-15 from 2j + 1
+  for (int j = 0; j < 4; ++j) sidx[j] = _mm512_inserti64x4(_mm512_set1_epi32(2 * j), _mm256_set1_epi32(2 * j + 1), 1);
+  __m512 acc[M];
+  float offs[M];
+  for (int r = 0; r < M; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    offs[r] = 0;
+  }
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* b = w + ib * 136;
+    for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+    const float d = f16(b);
+    const uint32_t sh = uint32_t(b[2]) | (uint32_t(b[3]) << 8);
+    alignas(16) int16_t sc[8];
+    for (int g = 0; g < 8; ++g)
+      sc[g] = int16_t((((b[4 + g / 2] >> (4 * (g & 1))) & 15) | (((sh >> (2 * g)) & 3) << 4)) - 32);
+    const __m128i sc16 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    const __m512i sc32 = _mm512_castsi256_si512(_mm256_cvtepi16_epi32(sc16));
+    __m512i sumi[M];
+    for (int r = 0; r < M; ++r) sumi[r] = _mm512_setzero_si512();
+    for (int j = 0; j < 4; ++j) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 8 + 32 * j));
+      __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(raw), _mm256_srli_epi16(raw, 4), 1), m4);
+      q = _mm512_shuffle_epi8(lut4, _mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(3, 1, 2, 0)));
+      const __m512i scv = _mm512_permutexvar_epi32(sidx[j], sc32);
+      for (int r = 0; r < M; ++r) {
+        const __m512i xq = _mm512_load_si512(x[r].q + ib * 256 + 64 * j);
+        sumi[r] =
+            _mm512_add_epi32(sumi[r], _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq), scv));
+      }
+    }
+    for (int r = 0; r < M; ++r) {
+      const float ddx = d * x[r].d[ib];
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[r]), _mm512_set1_ps(ddx), acc[r]);
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].bs + ib * 16));
+      __m128i p = _mm_madd_epi16(_mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)), sc16);
+      p = _mm_add_epi32(p, _mm_shuffle_epi32(p, _MM_SHUFFLE(1, 0, 3, 2)));
+      p = _mm_add_epi32(p, _mm_shuffle_epi32(p, _MM_SHUFFLE(2, 3, 0, 1)));
+      offs[r] += ddx * float(128 * _mm_cvtsi128_si32(p));
+    }
+  }
+  for (int r = 0; r < M; ++r) out[r] = hsum512(acc[r]) - offs[r];
+}
+
 // m (1..8) as a template argument, so the per-row accumulators stay in registers.
 template <template <int> class F>
 void by_rows(const uint8_t* w, size_t nb, const XRow* x, int m, float* out) {
@@ -406,6 +459,10 @@ struct Q5_KF {
   }
 };
 template <int M>
+struct IQ4XSF {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { iq4_xs_kernel<M>(w, nb, x, m, o); }
+};
+template <int M>
 struct Q6_KF {
   static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { q6_k_kernel<M>(w, nb, x, m, o); }
 };
@@ -426,6 +483,8 @@ RowDot avx512_kernel(uint32_t type) {
       return by_rows<Q6_KF>;
     case 20:
       return by_rows<IQ4NLF>;
+    case 23:
+      return by_rows<IQ4XSF>;
     case 39:
       return by_rows<MXFP4F>;
     default:
