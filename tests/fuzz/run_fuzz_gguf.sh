@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the GGUF reader with libFuzzer + ASan + UBSan (Debian's clang). The reader (gguf.cpp,
-# mmap.cpp) and the QTensor validation (core/quant.cpp) are compiled instrumented and linked ahead
-# of a normal (uninstrumented) libwick.a for the rest of the library.
+# Fuzzes the GGUF reader (and the writer, by writing back what parses) with libFuzzer + ASan +
+# UBSan (Debian's clang). gguf.cpp, mmap.cpp and the QTensor validation (core/quant.cpp) are
+# compiled instrumented and linked ahead of a normal (uninstrumented) libwick.a for the rest.
+# Results of the runs so far: tests/fuzz/RESULTS.md.
 # Usage: tests/fuzz/run_fuzz_gguf.sh BUILD_DIR [RUNS] [OUT_DIR]
 #   BUILD_DIR holds libwick.a (any Release build); RUNS default 1000000; OUT_DIR default
 #   BUILD_DIR/fuzz_gguf (binary, corpus, crash-* artifacts, fuzz.log).
