@@ -4,7 +4,8 @@
 //   bench_cpu_qmatvec [--reps N] [--quick]
 //
 // 1. Read bandwidth: a sum over a 1 GiB buffer on all the pool's threads, whole and in 32 MiB
-//    windows (see read_bandwidth), best of N.
+//    windows (see Reader), best of N; windows are also read between the timed runs of (2), and
+//    each row's % is against the best of those (the same load as the row's runs).
 // 2. y = x @ W^T for x (1, 4096) f32 and W (11008, 4096) in Q4_0, Q8_0, Q4_K, Q6_K (+ the other
 //    SIMD types) at every kernel level the CPU has: best and median time, GB/s of weight bytes
 //    (best), % of (1). The runs cycle through copies of W that together fill 1 GiB.
@@ -71,62 +72,59 @@ uint64_t sum_scalar(const uint64_t* p, size_t n) {
   return s;
 }
 
-// Read bandwidth with every pool thread: sums over `window` bytes at a time of a `bytes` buffer,
+// Read bandwidth with every pool thread: sums over `window` bytes of a `bytes` buffer at a time,
 // the windows taken in turn (the buffer exceeds the last-level cache, so each is read from
-// memory), best of reps. Windows of the weights' size make the two measurements alike: on a
-// shared machine a run of a few ms is more often spared by the scheduler than one of 100 ms, and
-// "best of" then compares like with like.
-struct Rate {
-  double wall;  // GB/s: bytes / best wall time
-};
+// memory). Windows of about the weights' size make the two measurements alike: on a shared
+// machine a run of a few ms is more often spared by the scheduler than one of 100 ms.
+class Reader {
+ public:
+  Reader(size_t bytes, size_t window)
+      : n_(bytes / 8),
+        win_chunks_(std::max<size_t>(1, window / 8 / kPer)),
+        p_(static_cast<uint64_t*>(std::aligned_alloc(64, n_ * 8))),
+        part_((n_ + kPer - 1) / kPer) {
+    // First touch on the pool too (pages spread as the threads will read them).
+    cpu::parallel_chunks(
+        part_.size(),
+        [](void* c, size_t i) {
+          Reader& r = *static_cast<Reader*>(c);
+          const size_t s = i * kPer, e = std::min(r.n_, s + kPer);
+          for (size_t j = s; j < e; ++j) r.p_[j] = j;
+        },
+        this);
+  }
+  ~Reader() { std::free(p_); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
-Rate read_bandwidth(size_t bytes, size_t window, int reps) {
-  const size_t n = bytes / 8;
-  uint64_t* buf = static_cast<uint64_t*>(std::aligned_alloc(64, n * 8));
-  struct Ctx {
-    uint64_t* p;
-    size_t n, per;
-    std::vector<uint64_t> part;
-    bool avx2;
-  } c{buf, n, size_t(1) << 15, {}, __builtin_cpu_supports("avx2") != 0};  // 256 KiB per chunk
-  const size_t chunks = (n + c.per - 1) / c.per, win_chunks = std::max<size_t>(1, window / 8 / c.per);
-  c.part.assign(chunks, 0);
-  // First touch on the pool too (pages spread as the threads will read them).
-  cpu::parallel_chunks(
-      chunks,
-      [](void* p, size_t i) {
-        Ctx& x = *static_cast<Ctx*>(p);
-        const size_t s = i * x.per, e = std::min(x.n, s + x.per);
-        for (size_t j = s; j < e; ++j) x.p[j] = j;
-      },
-      &c);
-  struct Win {
-    Ctx* c;
-    size_t first;
-  };
-  double best = 0;
-  uint64_t check = 0;
-  const size_t windows = chunks / win_chunks;
-  for (int r = 0; r < reps; ++r) {
-    Win w{&c, (size_t(r) % windows) * win_chunks};
+  // GB/s of reading the next window (all windows: the whole buffer at once).
+  double next(bool whole = false) {
+    const size_t cw = whole ? part_.size() : win_chunks_;
+    first_ = whole ? 0 : (next_++ % (part_.size() / cw)) * cw;
     const auto t0 = Clock::now();
     cpu::parallel_chunks(
-        win_chunks,
-        [](void* p, size_t i) {
-          const Win& w = *static_cast<const Win*>(p);
-          Ctx& x = *w.c;
-          const size_t s = (w.first + i) * x.per, len = std::min(x.n, s + x.per) - s;
-          x.part[w.first + i] = x.avx2 ? sum_avx2(x.p + s, len) : sum_scalar(x.p + s, len);
+        cw,
+        [](void* c, size_t i) {
+          Reader& r = *static_cast<Reader*>(c);
+          const size_t s = (r.first_ + i) * kPer, len = std::min(r.n_, s + kPer) - s;
+          r.part_[r.first_ + i] = r.avx2_ ? sum_avx2(r.p_ + s, len) : sum_scalar(r.p_ + s, len);
         },
-        &w);
-    const auto t1 = Clock::now();
-    for (size_t i = 0; i < win_chunks; ++i) check ^= c.part[w.first + i];
-    best = std::max(best, double(win_chunks * c.per * 8) / secs(t0, t1) / 1e9);
+        this);
+    const double t = secs(t0, Clock::now());
+    for (size_t i = 0; i < cw; ++i) check_ ^= part_[first_ + i];
+    return double(std::min(n_, (first_ + cw) * kPer) - first_ * kPer) * 8 / t / 1e9;
   }
-  std::free(buf);
-  if (check == 1) std::printf("(unlikely)\n");  // keeps the sums live
-  return {best};
-}
+  uint64_t check() const { return check_; }
+
+ private:
+  static constexpr size_t kPer = size_t(1) << 15;  // uint64 per chunk (256 KiB)
+  size_t n_, win_chunks_;
+  uint64_t* p_;
+  std::vector<uint64_t> part_;
+  size_t first_ = 0, next_ = 0;
+  uint64_t check_ = 0;
+  bool avx2_ = __builtin_cpu_supports("avx2") != 0;
+};
 
 // `copies` (rows, k) weights of type t, each its own storage: 64 random rows quantized by wick,
 // tiled. The timed runs cycle through the copies, which together exceed the last-level cache (260
@@ -144,21 +142,25 @@ std::vector<QTensor> make_weights(GGMLType t, size_t rows, size_t k, size_t copi
 }
 
 struct Timing {
-  double best, median;  // wall seconds
+  double best, median;  // seconds
+  double bw;            // best read bandwidth (GB/s) of the windows read between the runs
 };
 
-// y = x @ W^T over reps runs cycling through the weights (after one warm-up each).
-Timing time_matmul(const std::vector<QTensor>& ws, const Tensor& x, int reps) {
+// y = x @ W^T over reps runs cycling through the weights (after one warm-up each), a bandwidth
+// window read before each run: the % compares the two under the same load.
+Timing time_matmul(const std::vector<QTensor>& ws, const Tensor& x, int reps, Reader* rd) {
   for (const QTensor& w : ws) (void)w.matmul_t(x);
   std::vector<double> t;
+  double bw = 0;
   for (int r = 0; r < reps; ++r) {
+    if (rd) bw = std::max(bw, rd->next());
     const QTensor& w = ws[size_t(r) % ws.size()];
     const auto t0 = Clock::now();
     Tensor y = w.matmul_t(x);
     t.push_back(secs(t0, Clock::now()));
   }
   std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2]};
+  return {t.front(), t[t.size() / 2], bw};
 }
 
 }  // namespace
@@ -181,26 +183,28 @@ int main(int argc, char** argv) {
   std::printf("threads %zu, kernel levels up to %s, load average %.2f\n", cpu::pool_threads(),
               cpu::qdot::isa_name(cpu::qdot::best_isa()), loadavg());
   const size_t big = quick ? (size_t(256) << 20) : (size_t(1) << 30);
-  const Rate bw_full = read_bandwidth(big, big, quick ? 3 : 10);
-  const Rate bw = read_bandwidth(big, size_t(32) << 20, 4 * reps);
-  std::printf("read bandwidth, sum over %zu MiB, best of %d: %.2f GB/s whole, %.2f in 32 MiB windows (wall)\n",
-              big >> 20, quick ? 3 : 10, bw_full.wall, bw.wall);
-  std::printf("\n");
+  Reader rd(big, size_t(32) << 20);
+  double bw_whole = 0, bw_win = 0;
+  for (int r = 0; r < (quick ? 3 : 5); ++r) bw_whole = std::max(bw_whole, rd.next(true));
+  for (int r = 0; r < 4 * reps; ++r) bw_win = std::max(bw_win, rd.next());
+  std::printf("read bandwidth, sum over %zu MiB (best): %.2f GB/s whole, %.2f in 32 MiB windows\n\n", big >> 20,
+              bw_whole, bw_win);
   std::printf("matrix-vector y = x @ W^T, x 1x%zu f32, W %zux%zu, weights cycled through %zu MiB (%d runs)\n", k, n, k,
               big >> 20, reps);
-  std::printf("%-7s %-7s %7s %8s %8s %8s %7s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "% bw");
+  std::printf("(bw: the best 32 MiB window read between the runs; %% = GB/s / bw)\n");
+  std::printf("%-7s %-7s %7s %8s %8s %8s %8s %7s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "bw", "%");
   const Tensor x1 = Tensor::randn({1, k}, DType::F32, Device::cpu(), 7);
   for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::IQ4_NL, GGMLType::MXFP4,
-                     GGMLType::Q5_K}) {
+                     GGMLType::Q5_K, GGMLType::IQ4_XS, GGMLType::Q3_K}) {
     const size_t one = ggml_type_size(t) * n * k / ggml_block_size(t);
     const std::vector<QTensor> ws = make_weights(t, n, k, std::max<size_t>(2, big / one));
     for (int l = int(cpu::qdot::best_isa()); l >= 0; --l) {
       cpu::qdot::set_isa(cpu::qdot::Isa(l));
-      const Timing tm = time_matmul(ws, x1, l == 0 ? std::max(3, reps / 5) : reps);
+      const Timing tm = time_matmul(ws, x1, l == 0 ? std::max(3, reps / 5) : reps, &rd);
       const double gbps = double(one) / tm.best / 1e9;
-      std::printf("%-7s %-7s %7.1f %8.3f %8.3f %8.2f %6.1f%%\n", ggml_type_name(t),
+      std::printf("%-7s %-7s %7.1f %8.3f %8.3f %8.2f %8.2f %6.1f%%\n", ggml_type_name(t),
                   cpu::qdot::isa_name(cpu::qdot::Isa(l)), double(one) / 1e6, tm.best * 1e3, tm.median * 1e3, gbps,
-                  100 * gbps / bw.wall);
+                  tm.bw, 100 * gbps / tm.bw);
       if (quick) break;
     }
   }
@@ -214,9 +218,9 @@ int main(int argc, char** argv) {
       if (quick && m > 64) break;
       const Tensor x = Tensor::randn({m, 4096}, DType::F32, Device::cpu(), 3);
       const int r = m >= 512 ? 3 : std::max(3, reps / 4);
-      const double si = time_matmul(w, x, r).best;
+      const double si = time_matmul(w, x, r, nullptr).best;
       setenv("WICK_QMATMUL_PATH", "sgemm", 1);
-      const double sb = m > 8 ? time_matmul(w, x, r).best : si;  // up to 8 rows: always the int path
+      const double sb = m > 8 ? time_matmul(w, x, r, nullptr).best : si;  // up to 8 rows: always the int path
       unsetenv("WICK_QMATMUL_PATH");
       const double fl = 2.0 * double(m) * 4096 * 4096;
       std::printf("%-7s %5zu %12.3f %12.1f %12.3f %12.1f\n", ggml_type_name(t), m, si * 1e3, fl / si / 1e9, sb * 1e3,
@@ -224,5 +228,6 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\nload average %.2f\n", loadavg());
+  if (rd.check() == 1) std::printf("(unlikely)\n");  // keeps the sums live
   return 0;
 }

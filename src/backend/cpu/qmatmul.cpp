@@ -6,7 +6,7 @@
 // the thread pool. Each weight block is read from memory once, which is what bounds a decode step.
 // More rows (prefill) take the same kernels, 8 rows of x per weight read, groups of x rows
 // outermost within a chunk of weight rows (both stay in cache). The alternative, panels of W
-// dequantized to f32 times OpenBLAS sgemm (WICK_QMATMUL_PATH=sgemm), was 2.5-8x slower for m = 16
+// dequantized to f32 times OpenBLAS sgemm (WICK_QMATMUL_PATH=sgemm), was 3-18x slower for m = 16
 // to 512 on the 2-core machine (bench/cpu_qmatvec.cpp, bench/results/cpu_qmatvec_2cpu_*.txt).
 #include <cblas.h>
 
