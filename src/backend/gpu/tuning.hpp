@@ -89,8 +89,10 @@ inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
 // Quantized matrix-vector (kernels/qmatmul.cu, 1..kQmvMaxRows rows of x): kQmvBlock threads per
 // block (a multiple of 64: 4 warps, 2 wave64), kQmvRows weight rows per block sharing each
 // activation load, each thread taking kQmvUnroll chunks per round so several weight loads are in
-// flight. x rows are padded to 1, 2, 4 or 8 (fewer kernels; a padded row is zeros). NVIDIA values
-// from llama.cpp's mmvq defaults (4 warps); AMD unmeasured.
+// flight. x rows are padded to 1, 2, 4 or 8 (fewer kernels; a padded row is zeros). NVIDIA: on an
+// H100, one row of x, 2 rows x 128 threads had the best mean of 1/2/4/8 rows x 64/128/256 threads
+// over the 20 bench cases (50.7% of copy bandwidth; the others 38-50%; bench/results/
+// gpu_qmatvec_h100_2026-11-23.txt). AMD unmeasured.
 inline constexpr int kQmvMaxRows = 8;
 inline constexpr int kQmvBlock = 128;
 inline constexpr int kQmvMaxBlock = 256;  // the kernels' launch bound (the bench tries 64..256)
