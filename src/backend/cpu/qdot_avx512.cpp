@@ -1,5 +1,5 @@
 // AVX-512 (F, BW, VL) + VNNI kernels of the CPU quantized matmul: Q4_0, Q8_0, IQ4_NL, MXFP4
-// (Q8_0 activations) and Q4_K, Q5_K, Q6_K, IQ4_XS (Q8_K activations). Compiled with -mavx512f -mavx512bw
+// (Q8_0 activations) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (Q8_K activations). Compiled with -mavx512f -mavx512bw
 // -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c (CMakeLists.txt) and called only when the CPU has
 // them (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
 //
@@ -401,6 +401,91 @@ void iq4_xs_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) 
   for (int r = 0; r < M; ++r) out[r] = hsum512(acc[r]) - offs[r];
 }
 
+// ---- Q2_K / Q3_K: 2-bit values, per half of 128 elements four runs of 32 (the 32 qs bytes
+// shifted by 0, 2, 4, 6), two runs per zmm; groups of 16 with int16 scales through vpdpwssd.
+// Q2_K: unsigned q, scale = low nibble, min = high nibble of each scale byte (w = d sc q - dmin m).
+// Q3_K: q + 4 (bit 2 = the hmask bit, set when the value is not lowered by 4) is unsigned; the
+// 4 comes off as -4 * sum(sc_g * bsum_g), the signed 6-bit scales - 32.
+template <bool Three, int M>
+void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
+  constexpr size_t BB = Three ? 110 : 84;
+  const __m512i m3 = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1);
+  __m512i sidx[4], qshift[2], hshift[4];
+  for (int c = 0; c < 4; ++c) {  // int16 pair sums of elements 64c' .. : groups 4c + i / 8
+    alignas(64) int16_t idx[32];
+    for (int i = 0; i < 32; ++i) idx[i] = int16_t(4 * c + i / 8);
+    sidx[c] = _mm512_load_si512(idx);
+    // hmask bit of run 2c (low half) and 2c + 1 (high half): bit 4h + s with run = 4h + s
+    hshift[c] = _mm512_inserti64x4(_mm512_set1_epi16(int16_t(2 * c)), _mm256_set1_epi16(int16_t(2 * c + 1)), 1);
+  }
+  for (int p = 0; p < 2; ++p)  // runs 2p (low half of the zmm) and 2p + 1: shifts 4p and 4p + 2
+    qshift[p] = _mm512_inserti64x4(_mm512_set1_epi16(int16_t(4 * p)), _mm256_set1_epi16(int16_t(4 * p + 2)), 1);
+  __m512 acc[M];
+  float mins[M];
+  for (int r = 0; r < M; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    mins[r] = 0;
+  }
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* b = w + ib * BB;
+    for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+    const uint8_t* qs = b + (Three ? 32 : 16);
+    alignas(32) int16_t sc[16], mn[16];
+    float d, dmin = 0;
+    if constexpr (Three) {
+      d = f16(b + 108);
+      const uint8_t* s = b + 96;
+      for (int g = 0; g < 16; ++g)
+        sc[g] = int16_t((((s[g & 7] >> (4 * (g >> 3))) & 15) | (((s[8 + (g & 3)] >> (2 * (g >> 2))) & 3) << 4)) - 32);
+    } else {
+      d = f16(b + 80);
+      dmin = f16(b + 82);
+      for (int g = 0; g < 16; ++g) {
+        sc[g] = int16_t(b[g] & 15);
+        mn[g] = int16_t(b[g] >> 4);
+      }
+    }
+    const __m256i sc16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+    const __m512i scz = _mm512_castsi256_si512(sc16);
+    __m512i hm = _mm512_setzero_si512();
+    if constexpr (Three) hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+    __m512i sumi[M];
+    for (int r = 0; r < M; ++r) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].bs + ib * 16));
+      if constexpr (Three)  // -4 * sum(sc_g * bsum_g), exact in int32
+        sumi[r] = _mm512_zextsi256_si512(
+            _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(bs, sc16)), 2));
+      else
+        sumi[r] = _mm512_setzero_si512();
+      if constexpr (!Three) {
+        __m256i p = _mm256_madd_epi16(bs, _mm256_load_si256(reinterpret_cast<const __m256i*>(mn)));
+        __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+        mins[r] += dmin * x[r].d[ib] * float(_mm_cvtsi128_si32(q));
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m512i Q = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h)));
+      for (int p = 0; p < 2; ++p) {
+        __m512i q = _mm512_and_si512(_mm512_srlv_epi16(Q, qshift[p]), m3);
+        if constexpr (Three) {
+          const __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(hm, hshift[2 * h + p]), one);
+          q = _mm512_or_si512(q, _mm512_slli_epi16(hb, 2));
+        }
+        const __m512i scv = _mm512_permutexvar_epi16(sidx[2 * h + p], scz);
+        for (int r = 0; r < M; ++r) {
+          const __m512i xq = _mm512_load_si512(x[r].q + ib * 256 + 128 * h + 64 * p);
+          sumi[r] = _mm512_dpwssd_epi32(sumi[r], _mm512_maddubs_epi16(q, xq), scv);
+        }
+      }
+    }
+    for (int r = 0; r < M; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[r]), _mm512_set1_ps(d * x[r].d[ib]), acc[r]);
+  }
+  for (int r = 0; r < M; ++r) out[r] = hsum512(acc[r]) - mins[r];
+}
+
 // m (1..8) as a template argument, so the per-row accumulators stay in registers.
 template <template <int> class F>
 void by_rows(const uint8_t* w, size_t nb, const XRow* x, int m, float* out) {
@@ -463,6 +548,18 @@ struct IQ4XSF {
   static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { iq4_xs_kernel<M>(w, nb, x, m, o); }
 };
 template <int M>
+struct Q2_KF {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    q23_k_kernel<false, M>(w, nb, x, m, o);
+  }
+};
+template <int M>
+struct Q3_KF {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    q23_k_kernel<true, M>(w, nb, x, m, o);
+  }
+};
+template <int M>
 struct Q6_KF {
   static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { q6_k_kernel<M>(w, nb, x, m, o); }
 };
@@ -475,6 +572,10 @@ RowDot avx512_kernel(uint32_t type) {
       return by_rows<Q4_0F>;
     case 8:
       return by_rows<Q8_0F>;
+    case 10:
+      return by_rows<Q2_KF>;
+    case 11:
+      return by_rows<Q3_KF>;
     case 12:
       return by_rows<Q4_KF>;
     case 13:
