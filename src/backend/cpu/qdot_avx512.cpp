@@ -370,10 +370,16 @@ void iq4_xs_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) 
     for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
     const float d = f16(b);
     const uint32_t sh = uint32_t(b[2]) | (uint32_t(b[3]) << 8);
-    alignas(16) int16_t sc[8];
-    for (int g = 0; g < 8; ++g)
-      sc[g] = int16_t((((b[4 + g / 2] >> (4 * (g & 1))) & 15) | (((sh >> (2 * g)) & 3) << 4)) - 32);
-    const __m128i sc16 = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+    // the 8 scales: low nibbles of bytes 4-7 (g even: low, odd: high) and 2 bits each of sh,
+    // widened to int16 in registers (scalar stores read back as a vector would stall)
+    uint32_t sl;
+    __builtin_memcpy(&sl, b + 4, 4);
+    const __m128i lo4 = _mm_cvtsi32_si128(int(sl));
+    const __m128i nib = _mm_and_si128(_mm_unpacklo_epi8(lo4, _mm_srli_epi16(lo4, 4)), _mm_set1_epi8(15));
+    const __m128i hi16 = _mm_and_si128(
+        _mm_srlv_epi16(_mm_set1_epi16(int16_t(sh)), _mm_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14)), _mm_set1_epi16(3));
+    const __m128i sc16 =
+        _mm_sub_epi16(_mm_or_si128(_mm_cvtepu8_epi16(nib), _mm_slli_epi16(hi16, 4)), _mm_set1_epi16(32));
     const __m512i sc32 = _mm512_castsi256_si512(_mm256_cvtepi16_epi32(sc16));
     __m512i sumi[M];
     for (int r = 0; r < M; ++r) sumi[r] = _mm512_setzero_si512();
@@ -430,22 +436,29 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     const uint8_t* b = w + ib * BB;
     for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
     const uint8_t* qs = b + (Three ? 32 : 16);
-    alignas(32) int16_t sc[16], mn[16];
     float d, dmin = 0;
+    __m256i sc16, mn16 = _mm256_setzero_si256();
     if constexpr (Three) {
       d = f16(b + 108);
-      const uint8_t* s = b + 96;
-      for (int g = 0; g < 16; ++g)
-        sc[g] = int16_t((((s[g & 7] >> (4 * (g >> 3))) & 15) | (((s[8 + (g & 3)] >> (2 * (g >> 2))) & 3) << 4)) - 32);
+      // the 16 6-bit scales, four at a time in 32-bit words: low 4 bits from bytes 0-7 (low
+      // nibbles for scales 0-7, high for 8-15), top 2 bits from bytes 8-11 (pair g / 4)
+      uint32_t u[4];
+      __builtin_memcpy(u, b + 96, 12);
+      const uint32_t t = u[2], k2 = 0x0f0f0f0fu, k1 = 0x03030303u;
+      u[2] = ((u[0] >> 4) & k2) | (((t >> 4) & k1) << 4);
+      u[3] = ((u[1] >> 4) & k2) | (((t >> 6) & k1) << 4);
+      u[0] = (u[0] & k2) | ((t & k1) << 4);
+      u[1] = (u[1] & k2) | (((t >> 2) & k1) << 4);
+      // (built from registers: four 4-byte stores read back as one 16-byte load would stall)
+      const __m128i v = _mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3]));
+      sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(v, _mm_set1_epi8(32)));
     } else {
       d = f16(b + 80);
       dmin = f16(b + 82);
-      for (int g = 0; g < 16; ++g) {
-        sc[g] = int16_t(b[g] & 15);
-        mn[g] = int16_t(b[g] >> 4);
-      }
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+      sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(15)));
+      mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15)));
     }
-    const __m256i sc16 = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
     const __m512i scz = _mm512_castsi256_si512(sc16);
     __m512i hm = _mm512_setzero_si512();
     if constexpr (Three) hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
@@ -458,7 +471,7 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
       else
         sumi[r] = _mm512_setzero_si512();
       if constexpr (!Three) {
-        __m256i p = _mm256_madd_epi16(bs, _mm256_load_si256(reinterpret_cast<const __m256i*>(mn)));
+        __m256i p = _mm256_madd_epi16(bs, mn16);
         __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
         q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
         q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
