@@ -1,5 +1,5 @@
 // AVX2 + FMA kernels of the CPU quantized matmul: Q4_0, Q8_0, IQ4_NL, MXFP4 (Q8_0 activations)
-// and Q4_K, Q6_K (Q8_K activations). Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt) and
+// and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (Q8_K activations). Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt) and
 // called only when the CPU has them (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says
 // why) and <immintrin.h>.
 //
@@ -113,8 +113,10 @@ inline void scale_min(const uint8_t* s, int g, int& sc, int& mn) {
 
 // ---- Q4_K: 32 bytes of nibbles hold two groups of 32 (low, high); int16 pair sums times the
 // group's 6-bit scale; the mins through the activation's 16-sums.
-template <int M>
-void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+template <bool Five, int M>
+void q45_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+  constexpr size_t BB = Five ? 176 : 144;
+  const __m256i one = _mm256_set1_epi8(1);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[M];
   float mins[M];
@@ -123,16 +125,24 @@ void q4_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
     mins[r] = 0;
   }
   for (size_t ib = 0; ib < nb; ++ib) {
-    const uint8_t* b = w + ib * 144;
+    const uint8_t* b = w + ib * BB;
     ahead(b, 3);
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (Five) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
     const float d = f16(b), dmin = f16(b + 2);
     int sc[8], mn[8];
     for (int g = 0; g < 8; ++g) scale_min(b + 4, g, sc[g], mn[g]);
     __m256i sumi[M];
     for (int r = 0; r < M; ++r) sumi[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 + 32 * j));
-      const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + (Five ? 48 : 16) + 32 * j));
+      __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+      if constexpr (Five) {  // bit 2j (low nibbles) and 2j + 1 (high) of qh[l] are the 5th bits
+        const __m256i b0 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * j)), one);
+        const __m256i b1 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * j + 1)), one);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+      }
       const __m256i s0 = _mm256_set1_epi16(int16_t(sc[2 * j])), s1 = _mm256_set1_epi16(int16_t(sc[2 * j + 1]));
       for (int r = 0; r < M; ++r) {
         const int8_t* xq = x[r].q + ib * 256 + 64 * j;
@@ -198,6 +208,87 @@ void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   for (int r = 0; r < M; ++r) out[r] = hsum(acc[r]);
 }
 
+// ---- Q2_K / Q3_K: per half of 128 elements four runs of 32 (the 32 qs bytes shifted by 0, 2, 4,
+// 6), two groups of 16 per run. Q2_K: unsigned q, w = d sc q - dmin m (scale and min nibbles).
+// Q3_K: q + 4 (bit 2 = the hmask bit) is unsigned, the 4 off as -4 * sum(sc_g * bsum_g).
+template <bool Three, int M>
+void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+  constexpr size_t BB = Three ? 110 : 84;
+  const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  __m256 acc[M];
+  float mins[M];
+  for (int r = 0; r < M; ++r) {
+    acc[r] = _mm256_setzero_ps();
+    mins[r] = 0;
+  }
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* b = w + ib * BB;
+    ahead(b, 2);
+    const uint8_t* qs = b + (Three ? 32 : 16);
+    float d, dmin = 0;
+    uint32_t u[4];  // Q3_K: the 16 6-bit scales four at a time (as qdot_avx512.cpp), bytes
+    __m256i sc16, mn16 = _mm256_setzero_si256();
+    if constexpr (Three) {
+      d = f16(b + 108);
+      __builtin_memcpy(u, b + 96, 12);
+      const uint32_t t = u[2], k2 = 0x0f0f0f0fu, k1 = 0x03030303u;
+      u[2] = ((u[0] >> 4) & k2) | (((t >> 4) & k1) << 4);
+      u[3] = ((u[1] >> 4) & k2) | (((t >> 6) & k1) << 4);
+      u[0] = (u[0] & k2) | ((t & k1) << 4);
+      u[1] = (u[1] & k2) | (((t >> 2) & k1) << 4);
+      sc16 = _mm256_cvtepi8_epi16(
+          _mm_sub_epi8(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])), _mm_set1_epi8(32)));
+    } else {
+      d = f16(b + 80);
+      dmin = f16(b + 82);
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+      sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(15)));
+      mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15)));
+    }
+    // scale g as a scalar, for the per-run vectors
+    auto scale = [&](int g) -> int16_t {
+      if constexpr (Three) return int16_t(int((u[g / 4] >> (8 * (g % 4))) & 0xFF) - 32);
+      return int16_t(b[g] & 15);
+    };
+    __m256i hm = _mm256_setzero_si256();
+    if constexpr (Three) hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    __m256i sumi[M];
+    for (int r = 0; r < M; ++r) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[r].bs + ib * 16));
+      if constexpr (Three) {
+        sumi[r] = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(bs, sc16)), 2);
+      } else {
+        sumi[r] = _mm256_setzero_si256();
+        const __m256i p = _mm256_madd_epi16(bs, mn16);
+        __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
+        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
+        mins[r] += dmin * x[r].d[ib] * float(_mm_cvtsi128_si32(q));
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256i Q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * h));
+      for (int s = 0; s < 4; ++s) {
+        __m256i q = _mm256_and_si256(_mm256_srl_epi16(Q, _mm_cvtsi32_si128(2 * s)), m3);
+        if constexpr (Three) {
+          const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * h + s)), one);
+          q = _mm256_or_si256(q, _mm256_slli_epi16(hb, 2));
+        }
+        const int g = 8 * h + 2 * s;  // elements 128h + 32s ..: groups g and g + 1
+        const __m256i scv = _mm256_set_m128i(_mm_set1_epi16(scale(g + 1)), _mm_set1_epi16(scale(g)));
+        for (int r = 0; r < M; ++r) {
+          const int8_t* xq = x[r].q + ib * 256 + 128 * h + 32 * s;
+          const __m256i p = _mm256_maddubs_epi16(q, _mm256_load_si256(reinterpret_cast<const __m256i*>(xq)));
+          sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(p, scv));
+        }
+      }
+    }
+    for (int r = 0; r < M; ++r)
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[r]), _mm256_set1_ps(d * x[r].d[ib]), acc[r]);
+  }
+  for (int r = 0; r < M; ++r) out[r] = hsum(acc[r]) - mins[r];
+}
+
 // m (1..8) as a template argument, so the per-row accumulators stay in registers.
 template <template <int> class F>
 void by_rows(const uint8_t* w, size_t nb, const XRow* x, int m, float* out) {
@@ -230,7 +321,10 @@ WICK_ROWS(Q4_0F, (nib_kernel<Nib::Q4_0, M>(w, nb, x, o)))
 WICK_ROWS(IQ4NLF, (nib_kernel<Nib::IQ4_NL, M>(w, nb, x, o)))
 WICK_ROWS(MXFP4F, (nib_kernel<Nib::MXFP4, M>(w, nb, x, o)))
 WICK_ROWS(Q8_0F, (q8_0_kernel<M>(w, nb, x, o)))
-WICK_ROWS(Q4_KF, (q4_k_kernel<M>(w, nb, x, o)))
+WICK_ROWS(Q4_KF, (q45_k_kernel<false, M>(w, nb, x, o)))
+WICK_ROWS(Q5_KF, (q45_k_kernel<true, M>(w, nb, x, o)))
+WICK_ROWS(Q2_KF, (q23_k_kernel<false, M>(w, nb, x, o)))
+WICK_ROWS(Q3_KF, (q23_k_kernel<true, M>(w, nb, x, o)))
 WICK_ROWS(Q6_KF, (q6_k_kernel<M>(w, nb, x, o)))
 #undef WICK_ROWS
 
@@ -242,8 +336,14 @@ RowDot avx2_kernel(uint32_t type) {
       return by_rows<Q4_0F>;
     case 8:
       return by_rows<Q8_0F>;
+    case 10:
+      return by_rows<Q2_KF>;
+    case 11:
+      return by_rows<Q3_KF>;
     case 12:
       return by_rows<Q4_KF>;
+    case 13:
+      return by_rows<Q5_KF>;
     case 14:
       return by_rows<Q6_KF>;
     case 20:
