@@ -1,7 +1,7 @@
-// AVX-512 (F, BW, VL) + VNNI kernels of the CPU quantized matmul: Q4_0, Q8_0, IQ4_NL, MXFP4
-// (Q8_0 activations) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (Q8_K activations). Compiled with -mavx512f -mavx512bw
-// -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c (CMakeLists.txt) and called only when the CPU has
-// them (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
+// AVX-512 (F, BW, VL) + VNNI kernels of the CPU quantized matmul: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// IQ4_NL, MXFP4 (Q8_0 activations) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (Q8_K activations). Compiled with -mavx512f
+// -mavx512bw -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c (CMakeLists.txt) and called only when the CPU has them
+// (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
 //
 // The int8 products go through vpdpbusd (u8 x s8, four products summed into an int32 lane): a
 // weight nibble is unsigned, a signed weight w is taken as w + 128 with -128 * sum(x) as the
@@ -41,7 +41,41 @@ constexpr int kAhead = 4096;
 inline __m256i lane0(int32_t v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)); }
 
 // ---- 32-element blocks with 16 nibble bytes: Q4_0, IQ4_NL, MXFP4.
-enum class Nib { Q4_0, IQ4_NL, MXFP4 };
+enum class Nib { Q4_0, IQ4_NL, MXFP4, Q4_1, Q5_0, Q5_1 };
+
+// Block layout per type: bytes, where the 16 nibble bytes start, where Q5's 32 fifth bits start
+// (0: none), whether w = d q + m (a min at byte 2), whether values go through a table, and the
+// offset subtracted from the unsigned value (Q4_0 8, Q5_0 16, table types 128).
+template <Nib K>
+struct NibT {
+  static constexpr size_t BB = K == Nib::MXFP4  ? 17
+                               : K == Nib::Q4_1 ? 20
+                               : K == Nib::Q5_0 ? 22
+                               : K == Nib::Q5_1 ? 24
+                                                : 18;
+  static constexpr size_t QS = K == Nib::MXFP4 ? 1 : K == Nib::Q4_1 ? 4 : K == Nib::Q5_0 ? 6 : K == Nib::Q5_1 ? 8 : 2;
+  static constexpr size_t QH = K == Nib::Q5_0 ? 2 : K == Nib::Q5_1 ? 4 : 0;
+  static constexpr bool kMin = K == Nib::Q4_1 || K == Nib::Q5_1;
+  static constexpr bool kLut = K == Nib::IQ4_NL || K == Nib::MXFP4;
+  static constexpr int32_t off = K == Nib::Q4_0 ? 8 : K == Nib::Q5_0 ? 16 : kLut ? 128 : 0;
+};
+
+inline uint32_t ld32(const uint8_t* p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+
+// n (2 or 4) f16 values at p, p + stride, ... as floats (lanes n.. zero), one conversion.
+inline __m128 f16s(const uint8_t* p, size_t stride, int n) {
+  uint64_t h = 0;
+  for (int i = 0; i < n; ++i) {
+    uint16_t v;
+    __builtin_memcpy(&v, p + i * stride, 2);
+    h |= uint64_t(v) << (16 * i);
+  }
+  return _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h)));
+}
 
 template <Nib K>
 inline float nib_scale(const uint8_t* b) {
@@ -58,16 +92,19 @@ inline float nib_scale(const uint8_t* b) {
 
 // Two blocks per step in one zmm: the nibbles of blocks A and B as [A lo, A hi, B lo, B hi]
 // against 64 contiguous activation bytes; lanes 0-7 sum block A, 8-15 block B, scaled by
-// [dA dxA x8, dB dxB x8]. The offset (-8 for Q4_0, -128 for the table types) is applied in f32
-// through sum over blocks of d_w * (s * d_x), kept apart and subtracted once at the end.
+// [dA dxA x8, dB dxB x8]. The offset (-8 for Q4_0, -16 for Q5_0, -128 for the table types) is
+// applied in f32 through sum over blocks of d_w * (s * d_x), kept apart and subtracted once at
+// the end; Q4_1 / Q5_1's min the same way (sum of m * (s * d_x), added). Q5's fifth bits are
+// or'ed in as bit 4 through a byte mask of the 32-bit qh words.
 template <Nib K, int M>
 void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
-  constexpr size_t BB = K == Nib::MXFP4 ? 17 : 18;
-  constexpr size_t QS = K == Nib::MXFP4 ? 1 : 2;
-  constexpr int32_t off = K == Nib::Q4_0 ? 8 : 128;
-  // The nibble's value as an unsigned byte: Q4_0 q itself, the others their signed level + 128.
+  using T = NibT<K>;
+  constexpr size_t BB = T::BB, QS = T::QS, QH = T::QH;
+  constexpr int32_t off = T::off;
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  // The table types' value as an unsigned byte: their signed level + 128.
   const __m128i lut =
-      K == Nib::Q4_0 ? _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+      !T::kLut ? _mm_setzero_si128()
       : K == Nib::IQ4_NL
           ? _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15)
           : _mm_setr_epi8(-128, -127, -126, -125, -124, -122, -120, -116, -128, 127, 126, 125, 124, 122, 120, 116);
@@ -95,23 +132,28 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * BB + QS)), 2);
     z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 3 * BB + QS)), 3);
     __m512i lo = _mm512_and_si512(z, m4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
-    if constexpr (K != Nib::Q4_0) {
+    if constexpr (T::kLut) {
       lo = _mm512_shuffle_epi8(lut4, lo);
       hi = _mm512_shuffle_epi8(lut4, hi);
+    }
+    if constexpr (QH != 0) {  // element j of a block: bit j of its qh (j < 16 low nibbles)
+      uint64_t ml = 0, mh = 0;
+      for (int i = 0; i < 4; ++i) {
+        const uint64_t h = ld32(b + i * BB + QH);
+        ml |= (h & 0xFFFF) << (16 * i);
+        mh |= (h >> 16) << (16 * i);
+      }
+      lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(ml, bit4));
+      hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(mh, bit4));
     }
     const __m512i q01 = _mm512_permutex2var_epi64(lo, first, hi), q23 = _mm512_permutex2var_epi64(lo, second, hi);
     __m128 dw;
     if constexpr (K == Nib::MXFP4) {
       dw = _mm_setr_ps(nib_scale<K>(b), nib_scale<K>(b + BB), nib_scale<K>(b + 2 * BB), nib_scale<K>(b + 3 * BB));
     } else {  // the four f16 scales through one conversion
-      uint64_t h = 0;
-      for (int i = 0; i < 4; ++i) {
-        uint16_t v;
-        __builtin_memcpy(&v, b + i * BB, 2);
-        h |= uint64_t(v) << (16 * i);
-      }
-      dw = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h)));
+      dw = f16s(b, BB, 4);
     }
+    const __m128 cw = T::kMin ? f16s(b + 2, BB, 4) : dw;  // what multiplies s * d_x
     for (int r = 0; r < M; ++r) {
       const int8_t* xq = x[r].q + ib * 32;
       const __m512i s01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, _mm512_load_si512(xq));
@@ -119,7 +161,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
       const __m512 dd = _mm512_castps128_ps512(_mm_mul_ps(dw, _mm_loadu_ps(x[r].d + ib)));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s01), _mm512_permutexvar_ps(pair, dd), acc[r]);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s23), _mm512_permutexvar_ps(pair23, dd), acc[r]);
-      corr[r] = _mm_fmadd_ps(dw, _mm_loadu_ps(x[r].sd + ib), corr[r]);
+      corr[r] = _mm_fmadd_ps(cw, _mm_loadu_ps(x[r].sd + ib), corr[r]);
     }
   }
   for (; ib + 2 <= nb; ib += 2) {
@@ -130,16 +172,16 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     const __m256i ab = _mm256_set_m128i(rb, ra);
     __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(ab), _mm256_srli_epi16(ab, 4), 1), m4);
     q = _mm512_shuffle_i64x2(q, q, _MM_SHUFFLE(3, 1, 2, 0));  // [A lo, A hi, B lo, B hi]
-    if constexpr (K != Nib::Q4_0) q = _mm512_shuffle_epi8(lut4, q);
+    if constexpr (T::kLut) q = _mm512_shuffle_epi8(lut4, q);
+    if constexpr (QH != 0)  // the byte order is qh's bit order: A's 32 bits, then B's
+      q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(uint64_t(ld32(b + QH)) | (uint64_t(ld32(b + BB + QH)) << 32), bit4));
     __m128 dw;
     if constexpr (K == Nib::MXFP4) {
       dw = _mm_unpacklo_ps(_mm_set_ss(nib_scale<K>(b)), _mm_set_ss(nib_scale<K>(b + BB)));
     } else {  // both f16 scales through one conversion
-      uint16_t ha, hb;
-      __builtin_memcpy(&ha, b, 2);
-      __builtin_memcpy(&hb, b + BB, 2);
-      dw = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(ha) | (uint32_t(hb) << 16))));
+      dw = f16s(b, BB, 2);
     }
+    const __m128 cw = T::kMin ? f16s(b + 2, BB, 2) : dw;
     for (int r = 0; r < M; ++r) {
       const __m512i xq = _mm512_load_si512(x[r].q + ib * 32);
       const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, xq);
@@ -147,7 +189,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
       const __m128 sd = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x[r].sd + ib)));
       const __m512 dd = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(_mm_mul_ps(dw, dx)));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc[r]);
-      corr[r] = _mm_fmadd_ps(dw, sd, corr[r]);
+      corr[r] = _mm_fmadd_ps(cw, sd, corr[r]);
     }
   }
   float tail[M];
@@ -157,17 +199,20 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     const float dw = nib_scale<K>(b);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + QS));
     __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-    if constexpr (K != Nib::Q4_0) q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(lut), q);
+    if constexpr (T::kLut) q = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(lut), q);
+    if constexpr (QH != 0) q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(ld32(b + QH), _mm256_set1_epi8(0x10)));
+    const float mw = T::kMin ? f16(b + 2) : 0.0f;
     for (int r = 0; r < M; ++r) {
       const __m256i xq = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[r].q + ib * 32));
       const __m256i s = _mm256_dpbusd_epi32(lane0(-off * x[r].s[ib]), q, xq);
       tail[r] = hsum(_mm256_cvtepi32_ps(s)) * (dw * x[r].d[ib]);
+      if constexpr (T::kMin) tail[r] += mw * x[r].sd[ib];
     }
   }
   for (int r = 0; r < M; ++r) {
     __m128 c = _mm_add_ps(corr[r], _mm_movehl_ps(corr[r], corr[r]));
     c = _mm_add_ss(c, _mm_movehdup_ps(c));
-    out[r] = _mm512_reduce_add_ps(acc[r]) - float(off) * _mm_cvtss_f32(c) + tail[r];
+    out[r] = _mm512_reduce_add_ps(acc[r]) + (T::kMin ? 1.0f : -float(off)) * _mm_cvtss_f32(c) + tail[r];
   }
 }
 
@@ -535,6 +580,24 @@ struct IQ4NLF {
   }
 };
 template <int M>
+struct Q4_1F {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    nib_kernel<Nib::Q4_1, M>(w, nb, x, m, o);
+  }
+};
+template <int M>
+struct Q5_0F {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    nib_kernel<Nib::Q5_0, M>(w, nb, x, m, o);
+  }
+};
+template <int M>
+struct Q5_1F {
+  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
+    nib_kernel<Nib::Q5_1, M>(w, nb, x, m, o);
+  }
+};
+template <int M>
 struct MXFP4F {
   static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
     nib_kernel<Nib::MXFP4, M>(w, nb, x, m, o);
@@ -583,6 +646,12 @@ RowDot avx512_kernel(uint32_t type) {
   switch (type) {  // GGMLType numbers
     case 2:
       return by_rows<Q4_0F>;
+    case 3:
+      return by_rows<Q4_1F>;
+    case 6:
+      return by_rows<Q5_0F>;
+    case 7:
+      return by_rows<Q5_1F>;
     case 8:
       return by_rows<Q8_0F>;
     case 10:
