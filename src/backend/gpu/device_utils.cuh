@@ -21,6 +21,11 @@ constexpr int kWarpSize = WICK_WAVE_SIZE;
 constexpr int kMaxWarpsPerBlock = 1024 / 32;  // shared arrays sized for the smallest warp
 constexpr int kBlock = tune::kBlock;          // default block: a multiple of 64
 
+// Every kernel states the largest block it is launched with (the launcher's constant). Without it
+// AMDGPU assumes 1024-thread blocks and caps a wave64 kernel at 128 VGPRs, so kernels launched
+// with 256 threads spilled to scratch (issue 11; scripts/amd_resource_usage.sh checks it).
+#define WICK_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+
 // The one shuffle helper: full-warp xor shuffle for any warp width.
 template <class T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
 #if defined(__HIPCC__)
@@ -127,7 +132,7 @@ template <class T, int V> struct alignas(sizeof(T) * V) VecOf {
 // Strided: one multi-index walk per element gives every operand's offset. Overloads for
 // 1 to 3 inputs (nvcc allows one trailing pack per kernel).
 template <class Out, class F, class A>
-__global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<1> d, const A* __restrict__ a) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<1> d, const A* __restrict__ a) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[1];
@@ -136,7 +141,7 @@ __global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, Stride
   }
 }
 template <class Out, class F, class A, class B>
-__global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<2> d, const A* __restrict__ a,
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<2> d, const A* __restrict__ a,
                                    const B* __restrict__ b) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -146,7 +151,7 @@ __global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, Stride
   }
 }
 template <class Out, class F, class A, class B, class C>
-__global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<3> d, const A* __restrict__ a,
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<3> d, const A* __restrict__ a,
                                    const B* __restrict__ b, const C* __restrict__ c) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -157,7 +162,7 @@ __global__ void map_strided_kernel(Out* __restrict__ out, int64_t n, F f, Stride
 }
 
 template <class Out, class F, class... In>
-__global__ void map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const In* __restrict__... in) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const In* __restrict__... in) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) out[i] = f(in[i]...);
 }
@@ -165,7 +170,7 @@ __global__ void map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const I
 // Contiguous, aligned: V elements per thread with one 16-byte-or-less vector access per
 // operand (1 to 3 inputs: every element-wise op of the contract).
 template <int V, class Out, class F, class A>
-__global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -176,7 +181,7 @@ __global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* 
   }
 }
 template <int V, class Out, class F, class A, class B>
-__global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -188,7 +193,7 @@ __global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* 
   }
 }
 template <int V, class Out, class F, class A, class B, class C>
-__global__ void map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b,
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b,
                                const C* __restrict__ c) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
@@ -288,7 +293,7 @@ template <int T, class Put> __device__ __forceinline__ void tile_emit(int64_t ra
 }
 
 template <class Out, class F, class A>
-__global__ void map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, const A* __restrict__ a) {
+__global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock) map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, const A* __restrict__ a) {
   constexpr int T = tile_side<Out, A>(), W = T + tile_pad<A>();
   __shared__ uint64_t raw[(T * W * sizeof(A) + 7) / 8];  // raw: the storage types have default member initialisers
   A* tile = reinterpret_cast<A*>(raw);
@@ -305,7 +310,7 @@ __global__ void map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, cons
 
 // Two inputs, input P staged.
 template <int P, class Out, class F, class A, class B>
-__global__ void map_tile_kernel(Out* __restrict__ out, F f, TileDesc<2> td, const A* __restrict__ a,
+__global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock) map_tile_kernel(Out* __restrict__ out, F f, TileDesc<2> td, const A* __restrict__ a,
                                 const B* __restrict__ b) {
   using S = std::conditional_t<P == 0, A, B>;
   constexpr int T = tile_side<Out, S>(), W = T + tile_pad<S>();

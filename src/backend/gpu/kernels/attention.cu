@@ -67,7 +67,7 @@ template <class A> __device__ void block_stats(A& m, A& l) {
 // alias s (same element size): each element is read and written by the same thread, and the
 // barrier in block_stats orders every first-pass read before any write.
 template <class A, class P, int V>
-__global__ void __launch_bounds__(kRowBlock)
+__global__ void WICK_LAUNCH_BOUNDS(kRowBlock)
     softmax_rows_kernel(const A* s, P* p, int64_t rows, int64_t keys, int64_t r0, int64_t shift, bool causal) {
   const int64_t row = blockIdx.x;
   const int64_t qi = r0 + row % rows;

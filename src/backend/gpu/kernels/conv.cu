@@ -56,7 +56,7 @@ ConvGeom geom(const Conv2dShape& s, bool transposed) {
 // y[b, co, oy, ox] = sum over (ci, i, j) of x[b, grp*cig + ci, oy*sh - ph + i*dh, ox*sw - pw + j*dw]
 // * w[co, ci, i, j], zero outside the image.
 template <class T>
-__global__ void conv2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) conv2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
                               const T* __restrict__ w, View4 wv) {
   using C = conv_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -96,7 +96,7 @@ __global__ void conv2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const 
 // Each tap's sum over input channels is formed first and then added, as the CPU's GEMM +
 // col2im does.
 template <class T>
-__global__ void conv_transpose2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) conv_transpose2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
                                         const T* __restrict__ w, View4 wv) {
   using C = conv_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;

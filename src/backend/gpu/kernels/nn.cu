@@ -115,7 +115,7 @@ __device__ __forceinline__ void load_row(const T* p, int n, int lane, int g, com
 // ---- softmax / log_softmax, rows in registers. Rows base.. of a round go to the block's
 // groups of g threads; the loop bound is uniform over the block (barriers inside).
 template <class T, int V, int E>
-__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int n_cols, int g, bool log) {
   using C = compute_t<T>;
   constexpr int K = E / V;
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
 // SM and one row's reads overlap another's writes (a register-held 32000-column row fills an
 // SM alone and leaves its memory pipe idle between phases).
 template <class T, int V>
-__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     softmax_online_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t n, bool log) {
   using C = compute_t<T>;
   constexpr C kNegInf = -std::numeric_limits<C>::infinity();
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
 // ---- rms_norm / layer_norm (w, b may be null: 1 and 0). mean = sum * inv_n (as the CPU);
 // the variance is a second pass around the mean over the registers.
 template <class T, int V, int E>
-__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     norm_rows_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
                      int64_t rows, int n_cols, int g, compute_t<T> inv_n, double eps, bool rms) {
   using C = compute_t<T>;
@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(tune::kNnMaxRowBlock)
 }
 
 template <class T>
-__global__ void __launch_bounds__(tune::kNnMaxRowBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     norm_long_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
                      int64_t rows, int64_t n, compute_t<T> inv_n, double eps, bool rms) {
   using C = compute_t<T>;
@@ -367,7 +367,7 @@ template <class T, class F> void with_row_config(bool vec, int e, F&& f) {
 
 // ---- rope: one thread per (x0, x1) pair; I is uint32_t when every index fits.
 template <class T, class I>
-__global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock) rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
                             T* __restrict__ out, I npairs, I half, I h, I t, RopeKind kind, bool per_batch) {
   using C = compute_t<T>;
   const I step = I(gridDim.x) * blockDim.x;

@@ -23,7 +23,7 @@ int padded_rows(size_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
 // One Q8_1 block per 32 lanes (lane j: element j), the same bytes as quantize_block_q8_1. Xor
 // shuffles below 32 stay within a 32-lane group on wave32 and wave64 alike. Rows >= m are zero.
 template <class T>
-__global__ void __launch_bounds__(tune::kQmvQuantBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvQuantBlock)
     quantize_q8_1_kernel(const T* __restrict__ x, int64_t x_off, int64_t x_stride, int64_t m, int64_t rows, int64_t xb,
                          uint8_t* __restrict__ out) {
   const int64_t blk = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -70,7 +70,7 @@ __device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
 // threads: consecutive bytes), each chunk dotted with the M activation rows. Then a warp
 // reduction, partial sums of the warps in shared memory, one thread per output.
 template <class Tr, int M, int R>
-__global__ void __launch_bounds__(tune::kQmvMaxBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
     qmv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int nblk, const uint8_t* __restrict__ xq,
                size_t xq_row_bytes, int64_t n, int m, void* __restrict__ y, int y_dt) {
   constexpr int U = tune::kQmvUnroll;

@@ -110,7 +110,7 @@ template <int E, int S, class Out> __device__ void store_stage(Out* __restrict__
 
 // out[g * E ..] = the decoded block g of in, for g in [0, n_blocks). out 4-byte aligned.
 template <GGMLType kT, class Out>
-__global__ void __launch_bounds__(tune::kQuantBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
     dequant_kernel(const uint8_t* __restrict__ in, Out* __restrict__ out, int64_t n_blocks, bool aligned4) {
   using B = QB<kT>;
   __shared__ float stage[B::kGroup * B::kStride];
@@ -212,7 +212,7 @@ template <class Out> __device__ __forceinline__ void store8(Out* __restrict__ ou
 
 // out (16-byte aligned) [8 t .. 8 t + 8) for every t < n8 (elements / 8).
 template <GGMLType kT, class Out>
-__global__ void __launch_bounds__(tune::kQuantBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
     dequant8_kernel(const uint8_t* __restrict__ in, Out* __restrict__ out, int64_t n8) {
   using B = QB<kT>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(tune::kQuantBlock)
 // Embedding: output row r is table row ids[r * ids_stride]; block g of the output is block
 // g % bpr of that row. An id outside [0, rows) leaves zeros and records the smallest such r.
 template <GGMLType kT, class Out, class I>
-__global__ void __launch_bounds__(tune::kQuantBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
     embed_kernel(const uint8_t* __restrict__ table, int64_t rows, int64_t bpr, const I* __restrict__ ids,
                  int64_t ids_stride, int64_t n_ids, Out* __restrict__ out, unsigned long long* first_bad) {
   using B = QB<kT>;
@@ -263,7 +263,7 @@ template <GGMLType kT> __device__ void encode_block(const float* x, uint8_t* out
 }
 
 template <GGMLType kT, class T>
-__global__ void __launch_bounds__(tune::kQuantBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
     quantize_kernel(const T* __restrict__ x, uint8_t* __restrict__ out, int64_t n_blocks, bool aligned4) {
   using B = QB<kT>;
   static_assert(B::kRawStride == B::kBytes, "the activation blocks need no raw padding");

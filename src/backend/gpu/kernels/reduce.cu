@@ -33,12 +33,26 @@ template <class T, bool M> struct IsIndexed<ArgAcc<T, M>> : std::true_type {};
 
 // Folds partial b into a where the two cover interleaved index sets. merge() keeps its left
 // side on ties, so for the indexed accumulators the one holding the lower index goes left.
+// Copies an indexed accumulator member by member. A struct copy also moves its padding bytes
+// (after a 1-2 byte value or the flag), which AMDGPU then kept in scratch for every accumulator
+// of a column reduction (issue 11); the members alone stay in registers.
+template <class Acc> __device__ __forceinline__ void set_acc(Acc& d, const Acc& s) {
+  if constexpr (requires { s.i; s.any; }) {
+    d.v = s.v;
+    d.i = s.i;
+    d.any = s.any;
+  } else {
+    d = s;
+  }
+}
+
 template <class Op> __device__ void combine(const Op& op, typename Op::Acc& a, const typename Op::Acc& b) {
   if constexpr (IsIndexed<Op>::value) {
     if (a.any && b.any && b.i < a.i) {
-      typename Op::Acc t = b;
+      typename Op::Acc t;
+      set_acc(t, b);
       op.merge(t, a);
-      a = t;
+      set_acc(a, t);
       return;
     }
   }
@@ -132,7 +146,7 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
 // g threads per output (g a power of two <= kRB), kRB / g outputs per block and round; chunk
 // blockIdx.y of the reduced range. part (when split): part[o * gridDim.y + chunk].
 template <class Op, class T, bool kContig>
-__global__ void __launch_bounds__(kRB)
+__global__ void WICK_LAUNCH_BOUNDS(kRB)
     reduce_rows_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out, typename Op::Acc* __restrict__ part,
                        int64_t n_out, int64_t n_red, int64_t chunk, int g, StridedDesc<1> kd, StridedDesc<1> rd, Op op) {
   using Acc = typename Op::Acc;
@@ -162,7 +176,7 @@ __global__ void __launch_bounds__(kRB)
 // (ov = block base + x; contiguous, 16-byte aligned when V > 1) over rows lo + y, lo + y + ry,
 // ... of its chunk; the block's ry thread rows are then combined in shared memory.
 template <class Op, class T, int V>
-__global__ void __launch_bounds__(kRB)
+__global__ void WICK_LAUNCH_BOUNDS(kRB)
     reduce_cols_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out, typename Op::Acc* __restrict__ part,
                        int64_t n_out, int64_t n_red, int64_t chunk, int cx, StridedDesc<1> kd, StridedDesc<1> rd,
                        Op op) {
@@ -208,14 +222,14 @@ __global__ void __launch_bounds__(kRB)
       for (int e = 0; e < V; ++e) op.merge(a[e], t[e]);
     }
 #pragma unroll
-    for (int e = 0; e < V; ++e) sm[threadIdx.x * V + e] = a[e];
+    for (int e = 0; e < V; ++e) set_acc(sm[threadIdx.x * V + e], a[e]);
     __syncthreads();
     for (int s = ry / 2; s > 0; s >>= 1) {
       if (y < s) {
 #pragma unroll
         for (int e = 0; e < V; ++e) {
           combine(op, a[e], sm[(threadIdx.x + s * cx) * V + e]);
-          sm[threadIdx.x * V + e] = a[e];
+          set_acc(sm[threadIdx.x * V + e], a[e]);
         }
       }
       __syncthreads();  // also orders this round's last reads before the next round's writes
@@ -224,7 +238,7 @@ __global__ void __launch_bounds__(kRB)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const int64_t o = ov * V + e;
-        if (part) part[o * gridDim.y + blockIdx.y] = a[e];
+        if (part) set_acc(part[o * gridDim.y + blockIdx.y], a[e]);
         else out[o] = op.finish(a[e]);
       }
     }
@@ -233,7 +247,7 @@ __global__ void __launch_bounds__(kRB)
 
 // Combines each output's nsplit partials (part[o * nsplit + s]) with g threads per output.
 template <class Op>
-__global__ void __launch_bounds__(kRB) reduce_finish_kernel(const typename Op::Acc* __restrict__ part,
+__global__ void WICK_LAUNCH_BOUNDS(kRB) reduce_finish_kernel(const typename Op::Acc* __restrict__ part,
                                                             typename Op::Out* __restrict__ out, int64_t n_out,
                                                             int64_t nsplit, int g, Op op) {
   using Acc = typename Op::Acc;
