@@ -132,7 +132,8 @@ template <class T, int V> struct alignas(sizeof(T) * V) VecOf {
 // Strided: one multi-index walk per element gives every operand's offset. Overloads for
 // 1 to 3 inputs (nvcc allows one trailing pack per kernel).
 template <class Out, class F, class A>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<1> d, const A* __restrict__ a) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<1> d, const A* __restrict__ a) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[1];
@@ -141,8 +142,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ 
   }
 }
 template <class Out, class F, class A, class B>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<2> d, const A* __restrict__ a,
-                                   const B* __restrict__ b) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<2> d,
+                                                              const A* __restrict__ a, const B* __restrict__ b) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[2];
@@ -151,8 +152,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ 
   }
 }
 template <class Out, class F, class A, class B, class C>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<3> d, const A* __restrict__ a,
-                                   const B* __restrict__ b, const C* __restrict__ c) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<3> d, const A* __restrict__ a,
+                       const B* __restrict__ b, const C* __restrict__ c) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[3];
@@ -162,7 +164,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ 
 }
 
 template <class Out, class F, class... In>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const In* __restrict__... in) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const In* __restrict__... in) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) out[i] = f(in[i]...);
 }
@@ -170,7 +173,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_contig_kernel(Out* __restrict__ o
 // Contiguous, aligned: V elements per thread with one 16-byte-or-less vector access per
 // operand (1 to 3 inputs: every element-wise op of the contract).
 template <int V, class Out, class F, class A>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -181,7 +185,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out,
   }
 }
 template <int V, class Out, class F, class A, class B>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -193,8 +198,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out,
   }
 }
 template <int V, class Out, class F, class A, class B, class C>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b,
-                               const C* __restrict__ c) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b,
+                   const C* __restrict__ c) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -293,7 +299,8 @@ template <int T, class Put> __device__ __forceinline__ void tile_emit(int64_t ra
 }
 
 template <class Out, class F, class A>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock) map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, const A* __restrict__ a) {
+__global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock)
+    map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, const A* __restrict__ a) {
   constexpr int T = tile_side<Out, A>(), W = T + tile_pad<A>();
   __shared__ uint64_t raw[(T * W * sizeof(A) + 7) / 8];  // raw: the storage types have default member initialisers
   A* tile = reinterpret_cast<A*>(raw);
@@ -310,8 +317,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock) map_tile_kernel(Out* _
 
 // Two inputs, input P staged.
 template <int P, class Out, class F, class A, class B>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock) map_tile_kernel(Out* __restrict__ out, F f, TileDesc<2> td, const A* __restrict__ a,
-                                const B* __restrict__ b) {
+__global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock)
+    map_tile_kernel(Out* __restrict__ out, F f, TileDesc<2> td, const A* __restrict__ a, const B* __restrict__ b) {
   using S = std::conditional_t<P == 0, A, B>;
   constexpr int T = tile_side<Out, S>(), W = T + tile_pad<S>();
   __shared__ uint64_t raw[(T * W * sizeof(S) + 7) / 8];

@@ -96,7 +96,8 @@ __device__ __forceinline__ void load_tile(H* s, const H* g, int64_t stride, int6
 }
 #endif
 
-template <class H, int D> __global__ void WICK_LAUNCH_BOUNDS(kThreads) flash_fwd_kernel(FlashParams<H> p) {
+template <class H, int D>
+__global__ void WICK_LAUNCH_BOUNDS(kThreads) flash_fwd_kernel(FlashParams<H> p) {
 #if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
   using namespace nvcuda;
   using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;

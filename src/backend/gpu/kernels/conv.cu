@@ -56,8 +56,9 @@ ConvGeom geom(const Conv2dShape& s, bool transposed) {
 // y[b, co, oy, ox] = sum over (ci, i, j) of x[b, grp*cig + ci, oy*sh - ph + i*dh, ox*sw - pw + j*dw]
 // * w[co, ci, i, j], zero outside the image.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) conv2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
-                              const T* __restrict__ w, View4 wv) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    conv2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
+                  const T* __restrict__ w, View4 wv) {
   using C = conv_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
@@ -96,8 +97,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) conv2d_kernel(T* __restrict__ out, in
 // Each tap's sum over input channels is formed first and then added, as the CPU's GEMM +
 // col2im does.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) conv_transpose2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
-                                        const T* __restrict__ w, View4 wv) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    conv_transpose2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
+                            const T* __restrict__ w, View4 wv) {
   using C = conv_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {

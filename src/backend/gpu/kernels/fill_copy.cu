@@ -37,7 +37,8 @@ template <class T> struct ConstF {
   __device__ T operator()() const { return v; }
 };
 
-template <class T, int N> __global__ void WICK_LAUNCH_BOUNDS(kBlock) const_set_kernel(T* p, int64_t n, T v, StridedDesc<N> d) {
+template <class T, int N>
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) const_set_kernel(T* p, int64_t n, T v, StridedDesc<N> d) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) p[d.offset(0, i)] = v;
 }
@@ -144,7 +145,8 @@ StoragePtr GpuBackend::from_host(const void* data, size_t numel, DType dtype) {
   return s;
 }
 
-template <class T, bool kNormal> __global__ void WICK_LAUNCH_BOUNDS(kBlock) rand_kernel(T* p, int64_t n, uint64_t seed, double a, double b) {
+template <class T, bool kNormal>
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) rand_kernel(T* p, int64_t n, uint64_t seed, double a, double b) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     double x = kNormal ? mul_add_unfused(philox_normal(seed, uint64_t(i)), b, a)

@@ -25,8 +25,9 @@ namespace {
 // Flags the ids outside [0, limit) (the sentinel is not) and keeps the smallest row-major
 // position among them.
 template <class I>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) validate_kernel(const I* __restrict__ ids, int64_t n, StridedDesc<1> d, int64_t base, uint64_t limit,
-                                int* flag, unsigned long long* first) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    validate_kernel(const I* __restrict__ ids, int64_t n, StridedDesc<1> d, int64_t base, uint64_t limit, int* flag,
+                    unsigned long long* first) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     if (id_out_of_range(ids[d.offset(0, i)], limit)) {
@@ -67,8 +68,9 @@ void validate_ids(const GpuStorage& self, const I* ids, const Layout& ids_l, siz
 
 // out[base + i] = src[src_l(i) + ids[ids_l(i)] * dim_stride]; src_l has stride 0 along dim.
 template <class T, class I>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) gather_kernel(T* __restrict__ out, int64_t n, StridedDesc<2> d, const T* __restrict__ src,
-                              const I* __restrict__ ids, int64_t dim_stride) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    gather_kernel(T* __restrict__ out, int64_t n, StridedDesc<2> d, const T* __restrict__ src,
+                  const I* __restrict__ ids, int64_t dim_stride) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[2];
@@ -110,8 +112,9 @@ struct LineWalk {
 // One thread per line: dst[dst_l(line) + ids[...k...] * dim_stride] (+)= src[...k...] for k in
 // order along dim.
 template <bool kAdd, class T, class I>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) scatter_lines_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<3> d, const I* __restrict__ ids,
-                                     const T* __restrict__ src, LineWalk w) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    scatter_lines_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<3> d, const I* __restrict__ ids,
+                         const T* __restrict__ src, LineWalk w) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < lines; t += step) {
     int64_t o[3];
@@ -130,8 +133,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) scatter_lines_kernel(T* __restrict__ 
 // write in the CPU's order (k outside the lines when it sweeps rows, inside otherwise).
 constexpr int kSerialBlock = 64;  // one wave64; lanes other than 0 return at once
 template <bool kAdd, class T, class I>
-__global__ void WICK_LAUNCH_BOUNDS(kSerialBlock) scatter_serial_kernel(T* dst, int64_t lines, StridedDesc<3> d, const I* ids, const T* src, LineWalk w,
-                                      bool k_outer) {
+__global__ void WICK_LAUNCH_BOUNDS(kSerialBlock)
+    scatter_serial_kernel(T* dst, int64_t lines, StridedDesc<3> d, const I* ids, const T* src, LineWalk w,
+                          bool k_outer) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   const int64_t n_outer = k_outer ? w.len_dim : lines, n_inner = k_outer ? lines : w.len_dim;
   for (int64_t a = 0; a < n_outer; ++a) {
@@ -179,9 +183,10 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
 // original order of k, exactly as on the CPU, with all runs in parallel. The sentinel (the
 // largest id value, so the last run) adds nothing.
 template <class T, class I>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<2> d,
-                                        const I* __restrict__ ids, int64_t ids_s, const uint32_t* __restrict__ perm,
-                                        int64_t n_ids, const T* __restrict__ src, int64_t src_ds, int64_t dim_stride) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<2> d, const I* __restrict__ ids,
+                            int64_t ids_s, const uint32_t* __restrict__ perm, int64_t n_ids, const T* __restrict__ src,
+                            int64_t src_ds, int64_t dim_stride) {
   const int64_t n = n_ids * lines, step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
     const int64_t k = t / lines, line = t - k * lines;

@@ -127,9 +127,10 @@ std::shared_ptr<GpuStorage> widen_to_f32(const GpuStorage& src, const Layout& l,
 constexpr int kTile = 16;
 
 template <class T, class Acc>
-__global__ void WICK_LAUNCH_BOUNDS(kTile * kTile) int_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64_t a_cs, int64_t a_bs,
-                                  const T* __restrict__ b, int64_t b_rs, int64_t b_cs, int64_t b_bs,
-                                  T* __restrict__ out, int64_t o_bs, int64_t m, int64_t n, int64_t k, int64_t batch) {
+__global__ void WICK_LAUNCH_BOUNDS(kTile* kTile)
+    int_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64_t a_cs, int64_t a_bs, const T* __restrict__ b,
+                      int64_t b_rs, int64_t b_cs, int64_t b_bs, T* __restrict__ out, int64_t o_bs, int64_t m, int64_t n,
+                      int64_t k, int64_t batch) {
   __shared__ Acc as[kTile][kTile + 1];
   __shared__ Acc bs[kTile][kTile + 1];
   const int tx = int(threadIdx.x) % kTile, ty = int(threadIdx.x) / kTile;

@@ -367,8 +367,9 @@ template <class T, class F> void with_row_config(bool vec, int e, F&& f) {
 
 // ---- rope: one thread per (x0, x1) pair; I is uint32_t when every index fits.
 template <class T, class I>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock) rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
-                            T* __restrict__ out, I npairs, I half, I h, I t, RopeKind kind, bool per_batch) {
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock)
+    rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn, T* __restrict__ out,
+                I npairs, I half, I h, I t, RopeKind kind, bool per_batch) {
   using C = compute_t<T>;
   const I step = I(gridDim.x) * blockDim.x;
   for (I p = I(blockIdx.x) * blockDim.x + threadIdx.x; p < npairs; p += step) {

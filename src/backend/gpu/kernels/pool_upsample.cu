@@ -35,7 +35,8 @@ struct Window {
 };
 
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) avg_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    avg_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
   using A = compute_t<T>;
   const A count = A(p.kh * p.kw);
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -51,7 +52,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) avg_pool_kernel(T* __restrict__ out, 
 
 // The first NaN of the window wins (as PyTorch); otherwise the first maximum.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) max_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    max_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     const int64_t ox = e % p.wo, oy = (e / p.wo) % p.ho, plane = e / (p.wo * p.ho);
@@ -61,8 +63,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) max_pool_kernel(T* __restrict__ out, 
 }
 
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) nearest_kernel(T* __restrict__ out, int64_t n, Img im, int64_t ho, int64_t wo,
-                               const T* __restrict__ in) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    nearest_kernel(T* __restrict__ out, int64_t n, Img im, int64_t ho, int64_t wo, const T* __restrict__ in) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     const int64_t ox = e % wo, oy = (e / wo) % ho, plane = e / (wo * ho);
@@ -79,7 +81,8 @@ struct Bilinear {
 };
 
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) bilinear_kernel(T* __restrict__ out, int64_t n, Img im, Bilinear p, const T* __restrict__ in) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    bilinear_kernel(T* __restrict__ out, int64_t n, Img im, Bilinear p, const T* __restrict__ in) {
   using A = compute_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {

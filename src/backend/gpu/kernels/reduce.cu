@@ -36,8 +36,12 @@ template <class T, bool M> struct IsIndexed<ArgAcc<T, M>> : std::true_type {};
 // Copies an indexed accumulator member by member. A struct copy also moves its padding bytes
 // (after a 1-2 byte value or the flag), which AMDGPU then kept in scratch for every accumulator
 // of a column reduction (issue 11); the members alone stay in registers.
-template <class Acc> __device__ __forceinline__ void set_acc(Acc& d, const Acc& s) {
-  if constexpr (requires { s.i; s.any; }) {
+template <class Acc>
+__device__ __forceinline__ void set_acc(Acc& d, const Acc& s) {
+  if constexpr (requires {
+                  s.i;
+                  s.any;
+                }) {
     d.v = s.v;
     d.i = s.i;
     d.any = s.any;
@@ -147,8 +151,9 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
 // blockIdx.y of the reduced range. part (when split): part[o * gridDim.y + chunk].
 template <class Op, class T, bool kContig>
 __global__ void WICK_LAUNCH_BOUNDS(kRB)
-    reduce_rows_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out, typename Op::Acc* __restrict__ part,
-                       int64_t n_out, int64_t n_red, int64_t chunk, int g, StridedDesc<1> kd, StridedDesc<1> rd, Op op) {
+    reduce_rows_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out,
+                       typename Op::Acc* __restrict__ part, int64_t n_out, int64_t n_red, int64_t chunk, int g,
+                       StridedDesc<1> kd, StridedDesc<1> rd, Op op) {
   using Acc = typename Op::Acc;
   const int lane = int(threadIdx.x) % g;
   const int64_t per_block = kRB / g;
@@ -177,9 +182,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kRB)
 // ... of its chunk; the block's ry thread rows are then combined in shared memory.
 template <class Op, class T, int V>
 __global__ void WICK_LAUNCH_BOUNDS(kRB)
-    reduce_cols_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out, typename Op::Acc* __restrict__ part,
-                       int64_t n_out, int64_t n_red, int64_t chunk, int cx, StridedDesc<1> kd, StridedDesc<1> rd,
-                       Op op) {
+    reduce_cols_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out,
+                       typename Op::Acc* __restrict__ part, int64_t n_out, int64_t n_red, int64_t chunk, int cx,
+                       StridedDesc<1> kd, StridedDesc<1> rd, Op op) {
   using Acc = typename Op::Acc;
   constexpr int U = tune::kReduceUnroll;
   __shared__ uint64_t raw[(kRB * V * sizeof(Acc) + 7) / 8];
@@ -238,7 +243,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kRB)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const int64_t o = ov * V + e;
-        if (part) set_acc(part[o * gridDim.y + blockIdx.y], a[e]);
+        if (part)
+          set_acc(part[o * gridDim.y + blockIdx.y], a[e]);
         else out[o] = op.finish(a[e]);
       }
     }
@@ -247,9 +253,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kRB)
 
 // Combines each output's nsplit partials (part[o * nsplit + s]) with g threads per output.
 template <class Op>
-__global__ void WICK_LAUNCH_BOUNDS(kRB) reduce_finish_kernel(const typename Op::Acc* __restrict__ part,
-                                                            typename Op::Out* __restrict__ out, int64_t n_out,
-                                                            int64_t nsplit, int g, Op op) {
+__global__ void WICK_LAUNCH_BOUNDS(kRB)
+    reduce_finish_kernel(const typename Op::Acc* __restrict__ part, typename Op::Out* __restrict__ out, int64_t n_out,
+                         int64_t nsplit, int g, Op op) {
   using Acc = typename Op::Acc;
   const int lane = int(threadIdx.x) % g;
   const int64_t per_block = kRB / g;

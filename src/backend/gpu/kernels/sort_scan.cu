@@ -35,8 +35,9 @@ constexpr int kScanChunk = kBlock * kScanItems;
 // Line c: input at ld.offset(0, c) + k * sd; output (contiguous) at (c / n_inner) * n * n_inner
 // + c % n_inner + k * n_inner.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) cumsum_lines_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n,
-                                    int64_t n_inner, int64_t sd, StridedDesc<1> ld) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    cumsum_lines_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n, int64_t n_inner,
+                        int64_t sd, StridedDesc<1> ld) {
   using Acc = typename SumAcc<T>::Acc;
   const SumAcc<T> op;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -54,8 +55,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) cumsum_lines_kernel(const T* __restri
 
 // One block (kBlock threads) per line.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) cumsum_block_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n,
-                                    int64_t n_inner, int64_t sd, StridedDesc<1> ld) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    cumsum_block_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n, int64_t n_inner,
+                        int64_t sd, StridedDesc<1> ld) {
   using Acc = typename SumAcc<T>::Acc;
   const SumAcc<T> op;
   __shared__ Acc buf[kScanChunk];
@@ -155,9 +157,9 @@ constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and ind
 // [t * P, min(n, (t + 1) * P)); kSortTile / P tiles per block. Writes the sorted indices (and
 // keys, when keys_out is set) to row * n + position.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) sort_tiles_kernel(const T* __restrict__ in, StridedDesc<1> rows, int64_t n_rows, int64_t n, int64_t s,
-                                  int P, bool ascending, sort_key_t<T>* __restrict__ keys_out,
-                                  uint32_t* __restrict__ idx_out) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    sort_tiles_kernel(const T* __restrict__ in, StridedDesc<1> rows, int64_t n_rows, int64_t n, int64_t s, int P,
+                      bool ascending, sort_key_t<T>* __restrict__ keys_out, uint32_t* __restrict__ idx_out) {
   using K = sort_key_t<T>;
   __shared__ K sk[kSortTile];
   __shared__ uint32_t si[kSortTile];
@@ -214,8 +216,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) sort_tiles_kernel(const T* __restrict
 // distinct, so each element's place is its rank in its own run plus the count of smaller
 // pairs in the other run.
 template <class K>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) merge_pass_kernel(const K* __restrict__ kin, const uint32_t* __restrict__ iin, K* __restrict__ kout,
-                                  uint32_t* __restrict__ iout, int64_t total, int64_t n, int64_t w) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    merge_pass_kernel(const K* __restrict__ kin, const uint32_t* __restrict__ iin, K* __restrict__ kout,
+                      uint32_t* __restrict__ iout, int64_t total, int64_t n, int64_t w) {
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const int64_t row = e / n, p = e - row * n;
