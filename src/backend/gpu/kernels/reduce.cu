@@ -36,12 +36,8 @@ template <class T, bool M> struct IsIndexed<ArgAcc<T, M>> : std::true_type {};
 // Copies an indexed accumulator member by member. A struct copy also moves its padding bytes
 // (after a 1-2 byte value or the flag), which AMDGPU then kept in scratch for every accumulator
 // of a column reduction (issue 11); the members alone stay in registers.
-template <class Acc>
-__device__ __forceinline__ void set_acc(Acc& d, const Acc& s) {
-  if constexpr (requires {
-                  s.i;
-                  s.any;
-                }) {
+template <class Acc> __device__ __forceinline__ void set_acc(Acc& d, const Acc& s) {
+  if constexpr (requires { s.i; s.any; }) {
     d.v = s.v;
     d.i = s.i;
     d.any = s.any;
@@ -243,8 +239,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kRB)
 #pragma unroll
       for (int e = 0; e < V; ++e) {
         const int64_t o = ov * V + e;
-        if (part)
-          set_acc(part[o * gridDim.y + blockIdx.y], a[e]);
+        if (part) set_acc(part[o * gridDim.y + blockIdx.y], a[e]);
         else out[o] = op.finish(a[e]);
       }
     }
