@@ -40,8 +40,9 @@ TEST(QuantDot, TablesAndBitSpreadingMatchTheDecoder) {
   for (int n = 0; n < 16; ++n) {
     // all four bytes the same nibble, then one nibble in a different byte each
     const int q = n * 0x01010101;
-    EXPECT_EQ(dot::lut16(q, nl), int(uint8_t(int8_t(quant::detail::iq4nl_value(n)))) * 0x01010101) << n;
-    EXPECT_EQ(dot::lut16(q, mx), int(uint8_t(int8_t(quant::detail::mxfp4_value(n)))) * 0x01010101) << n;
+    // the byte repeated four times, computed unsigned (a byte >= 128 times 0x01010101 passes INT_MAX)
+    EXPECT_EQ(uint32_t(dot::lut16(q, nl)), uint32_t(uint8_t(int8_t(quant::detail::iq4nl_value(n)))) * 0x01010101u) << n;
+    EXPECT_EQ(uint32_t(dot::lut16(q, mx)), uint32_t(uint8_t(int8_t(quant::detail::mxfp4_value(n)))) * 0x01010101u) << n;
     for (int byte = 0; byte < 4; ++byte) {
       const int got = dot::lut16(n << (8 * byte), nl);
       EXPECT_EQ(int8_t(uint32_t(got) >> (8 * byte)), int8_t(quant::detail::iq4nl_value(n))) << n << " byte " << byte;
