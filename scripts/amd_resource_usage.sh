@@ -63,15 +63,18 @@ for t in targets:
         log = os.path.join(work, "%s.%s.%d.log" % (t, os.path.basename(f), i))
         cmd = "cd %s && %s --offload-arch=%s --cuda-device-only -Rpass-analysis=kernel-resource-usage -c -o /dev/null" % (
             shlex.quote(d), shlex.join(a), t)
-        print("%s\t%s\t%s" % (t, log, cmd))
+        # One script per compile: xargs then passes a path, never a command line to split.
+        job = log[:-4] + ".sh"
+        with open(job, "w") as js:
+            js.write("%s >%s 2>&1 || { echo 'compile failed: %s' >&2; tail -20 %s >&2; exit 255; }\n" % (
+                cmd, shlex.quote(log), os.path.basename(log), shlex.quote(log)))
+        print("%s\t%s\t%s" % (t, log, job))
 EOF
 
 start=$SECONDS
 # A failed compile is an error of this check (not a pass): its log is printed and the run exits 2.
 export WORK
-cut -f2,3 "$WORK/jobs" | tr '\t' '\n' | xargs -d '\n' -n 2 -P "$JOBS" bash -c \
-    'eval "$1" >"$0" 2>&1 || { echo "compile failed: $1" >&2; tail -20 "$0" >&2; exit 255; }' ||
-    die "a compile failed (see above)"
+cut -f3 "$WORK/jobs" | xargs -d '\n' -n 1 -P "$JOBS" bash || die "a compile failed (see above)"
 echo "compiled $(wc -l <"$WORK/jobs") source/target pairs with JOBS=$JOBS in $((SECONDS - start)) s"
 
 python3 - "$WORK/jobs" "$TOP" <<'EOF'
