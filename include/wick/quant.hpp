@@ -64,6 +64,8 @@ bool ggml_is_quantized(GGMLType t);  // a block type (block size > 1)
 bool ggml_type_supported(GGMLType t);
 // "q4_k", "Q4_K", "mxfp4": the type of that name (any case), or nullopt.
 std::optional<GGMLType> ggml_type_from_name(const std::string& name);
+// The GGUF type that stores a tensor of dtype d as is (F32 F16 BF16 F64 I16 I32 I64), or nullopt.
+std::optional<GGMLType> ggml_type_of(DType d);
 // "Q4_0, Q4_1, ..., MXFP4": the supported block types, for error messages and help text.
 std::string ggml_supported_types();
 

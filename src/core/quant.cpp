@@ -79,6 +79,27 @@ std::optional<GGMLType> ggml_type_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<GGMLType> ggml_type_of(DType d) {
+  switch (d) {
+    case DType::F32:
+      return GGMLType::F32;
+    case DType::F16:
+      return GGMLType::F16;
+    case DType::BF16:
+      return GGMLType::BF16;
+    case DType::F64:
+      return GGMLType::F64;
+    case DType::I16:
+      return GGMLType::I16;
+    case DType::I32:
+      return GGMLType::I32;
+    case DType::I64:
+      return GGMLType::I64;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::string ggml_supported_types() {
   std::string s;
   for (const auto& t : quant::kGGMLTypes)

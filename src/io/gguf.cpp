@@ -629,24 +629,7 @@ void put_value(std::string& out, const GGUFValue& v, const std::string& key, int
 }
 
 GGMLType ggml_of(DType d, const std::string& name) {
-  switch (d) {
-    case DType::F32:
-      return GGMLType::F32;
-    case DType::F16:
-      return GGMLType::F16;
-    case DType::BF16:
-      return GGMLType::BF16;
-    case DType::F64:
-      return GGMLType::F64;
-    case DType::I16:
-      return GGMLType::I16;
-    case DType::I32:
-      return GGMLType::I32;
-    case DType::I64:
-      return GGMLType::I64;
-    default:
-      break;
-  }
+  if (std::optional<GGMLType> g = ggml_type_of(d)) return *g;
   throw Error(ErrorKind::DType, "save_gguf: tensor '" + name + "' is " + dtype_name(d) +
                                     ", which GGUF cannot store; convert it to f32, f16, bf16, f64, i16, i32 or i64");
 }

@@ -178,27 +178,6 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-std::optional<GGMLType> ggml_of(DType d) {
-  switch (d) {
-    case DType::F32:
-      return GGMLType::F32;
-    case DType::F16:
-      return GGMLType::F16;
-    case DType::BF16:
-      return GGMLType::BF16;
-    case DType::F64:
-      return GGMLType::F64;
-    case DType::I16:
-      return GGMLType::I16;
-    case DType::I32:
-      return GGMLType::I32;
-    case DType::I64:
-      return GGMLType::I64;
-    default:
-      return std::nullopt;
-  }
-}
-
 std::optional<DType> dtype_of_plain(GGMLType t) {
   switch (t) {
     case GGMLType::F32:
@@ -344,7 +323,7 @@ QuantizeSummary quantize_file(const QuantizeOptions& opt, const std::function<vo
       } catch (const Error& e) {
         throw Error(e.kind(), "quantize: tensor '" + name + "': " + bare(e));
       }
-      std::optional<GGMLType> g = ggml_of(d);
+      std::optional<GGMLType> g = ggml_type_of(d);
       if (!g)
         throw Error(ErrorKind::DType, "quantize: tensor '" + name + "' is " + dtype_name(d) +
                                           ", which GGUF cannot store (it holds F32, F16, BF16, F64, I16, I32, I64)");
