@@ -18,6 +18,8 @@
 using namespace wick;
 using nlohmann::json;
 
+using wick::test::from_hex;
+
 namespace {
 
 const json& quant_fixture() {
@@ -29,11 +31,6 @@ const json& gguf_fixture() {
   return j;
 }
 
-std::vector<uint8_t> from_hex(const std::string& h) {
-  std::vector<uint8_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = uint8_t(std::stoul(h.substr(2 * i, 2), nullptr, 16));
-  return out;
-}
 // Little-endian words of `bytes` bytes each (4: f32 bits, 2: f16/bf16 bits).
 std::vector<uint32_t> words_from_hex(const std::string& h, size_t bytes) {
   const std::vector<uint8_t> b = from_hex(h);

@@ -17,17 +17,13 @@ using namespace wick;
 using namespace wick::quant;
 using nlohmann::json;
 
+using wick::test::from_hex;
+
 namespace {
 
 const json& fixture() {
   static json j = wick::test::load_json_fixture("quant.json");
   return j;
-}
-
-std::vector<uint8_t> from_hex(const std::string& h) {
-  std::vector<uint8_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
-  return out;
 }
 
 std::vector<uint32_t> f32_bits_from_hex(const std::string& h) {

@@ -17,17 +17,13 @@
 using namespace wick;
 using nlohmann::json;
 
+using wick::test::from_hex;
+
 namespace {
 
 const json& llama() {
   static json j = wick::test::load_json_fixture("quant_llama.json");
   return j;
-}
-
-std::vector<uint8_t> from_hex(const std::string& h) {
-  std::vector<uint8_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
-  return out;
 }
 
 std::vector<float> floats_from_hex(const std::string& h) {

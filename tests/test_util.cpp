@@ -121,4 +121,10 @@ Tensor tensor_from_json(const nlohmann::json& j) {
   return Tensor::from_vector(v, shape).to_dtype(d);
 }
 
+std::vector<uint8_t> from_hex(const std::string& h) {
+  std::vector<uint8_t> out(h.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+  return out;
+}
+
 }  // namespace wick::test

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <cstdint>
 #include <vector>
 
 #include "wick/wick.hpp"
@@ -40,6 +41,8 @@ std::string read_bytes(const std::string& path);
 
 namespace wick::test {
 
+// Bytes from a hex string ("0aff" -> {0x0a, 0xff}), as the fixtures store block bytes.
+std::vector<uint8_t> from_hex(const std::string& h);
 // A JSON fixture under tests/fixtures (written by the gen_*.py script beside it).
 nlohmann::json load_json_fixture(const std::string& name);
 // {"dtype": "f32", "shape": [2, 3], "data": [...]} -> tensor on the CPU. Numbers may be

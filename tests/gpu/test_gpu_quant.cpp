@@ -23,6 +23,8 @@
 using namespace wick;
 using nlohmann::json;
 
+using wick::test::from_hex;
+
 namespace {
 
 Device gpu() { return Device::gpu(0); }
@@ -60,12 +62,6 @@ template <class T> size_t mismatches(const std::vector<T>& got, const std::vecto
     if (bad++ < 4) ADD_FAILURE() << what << " element " << i << ": got bits 0x" << std::hex << g << " want 0x" << w;
   }
   return bad;
-}
-
-std::vector<uint8_t> from_hex(const std::string& h) {
-  std::vector<uint8_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
-  return out;
 }
 
 void put_f16(uint8_t* p, float v) {
