@@ -108,7 +108,9 @@ install_wick "$work/wick-shared" "$shared" -DBUILD_SHARED_LIBS=ON
 [ -n "$(find "$shared" -name 'libwick.so*')" ] || { echo "ci_examples: no libwick.so in $shared" >&2; exit 1; }
 build_and_run api_tour "$shared" "$work/api_tour-shared"
 build_and_run safetensors_ops "$shared" "$work/safetensors_ops-shared"
-ldd "$work/api_tour-shared/api_tour" | grep -q "libwick.so" ||
+# ldd's output captured first: `ldd | grep -q` under pipefail fails when grep exits early (SIGPIPE)
+libs=$(ldd "$work/api_tour-shared/api_tour")
+grep -q "libwick.so" <<<"$libs" ||
   { echo "ci_examples: api_tour-shared does not link libwick.so" >&2; exit 1; }
 step "shared build + install + examples"
 
