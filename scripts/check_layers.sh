@@ -10,7 +10,7 @@
 #                                    backend/registry.hpp (which backends are linked in)
 #   backends       src/backend       never src/core; cpu, gpu and no_gpu never include each other
 #   io             src/io            never src/backend/gpu
-#   future llm     src/llm           only include/wick (the public API, as any user)
+#   llm runtime    src/llm           only include/wick (the public API, as any user) and src/llm
 #   library        src, include      never tools/ (the wick command and its parity harness)
 # Spellings: no WICK_HAVE_GPU in src/core (backends are chosen at link time); no __CUDA_ARCH__ or
 # __HIP_DEVICE_COMPILE__ outside src/backend/gpu and src/ops/capabilities.hpp, which turns them
@@ -56,8 +56,8 @@ def edge_rule(src, dst):
         return "the library never includes tools/ (the wick command and its harness)"
     if under(src, "include/wick") and not under(dst, "include/wick"):
         return "public headers include only include/wick"
-    if under(src, "src/llm") and not under(dst, "include/wick"):
-        return "src/llm uses only the public API (include/wick)"
+    if under(src, "src/llm") and not under(dst, "include/wick", "src/llm"):
+        return "src/llm uses only the public API (include/wick) and its own headers"
     if under(src, "src/ops") and not under(dst, "include/wick", "src/ops"):
         return "src/ops (the op math) includes only include/wick and src/ops"
     if under(src, "src/core") and under(dst, "src/backend") and dst not in ALLOWED_CORE_BACKEND:
@@ -118,7 +118,7 @@ EOF
 # Every public header alone, as a user's plain C++ compiler sees it.
 rc_plain=0
 cxx=${CXX:-g++}
-for h in include/wick/*.hpp; do
+for h in include/wick/*.hpp include/wick/llm/*.hpp; do
   if ! out=$(printf '#include "%s"\n' "${h#include/}" | "$cxx" -std=c++20 -fsyntax-only -Iinclude -x c++ - 2>&1); then
     echo "$h:1: does not compile as plain C++20 ($cxx -std=c++20 -fsyntax-only, no -D flags):"
     echo "$out" | head -5
