@@ -47,9 +47,13 @@ DeviceInfo device_info(const Device& d);
 struct MemoryStats {
   size_t in_use = 0;  // bytes in live tensors
   size_t cached = 0;  // bytes kept for reuse, not yet returned to the driver
+  size_t peak = 0;    // high-water mark of in_use since the device opened or reset_peak_memory
 };
 MemoryStats memory_stats(const Device& d);
-void empty_cache(const Device& d);  // returns cached blocks to the driver
+void empty_cache(const Device& d);        // returns cached blocks to the driver
+void reset_peak_memory(const Device& d);  // peak = in_use from now on (no-op on the CPU)
+// Waits until all work queued on d has finished (GPU kernels run asynchronously); no-op on the CPU.
+void synchronize(const Device& d);
 
 // Which backends this build of wick contains, and the devices present.
 std::vector<std::string> built_backends();  // e.g. {"cpu"} or {"cpu", "cuda"}

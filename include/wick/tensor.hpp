@@ -214,6 +214,11 @@ class Tensor {
   Tensor embedding(const Tensor& ids) const;  // this is the (vocab, hidden) table
   Tensor slice_assign(const std::vector<Range>& ranges, const Tensor& src) const;
   Tensor slice_scatter(const Tensor& src, int64_t dim, size_t start) const;
+  // In place: this[.., start:start+src.dim(dim), ..] = src (a KV cache append). this may be a view
+  // of a bigger storage (its other elements are untouched); shapes match except along dim; same
+  // dtype and device; src any layout.
+  void slice_set(const Tensor& src, int64_t dim, size_t start);
+  void copy_from(const Tensor& src);  // in place: this (any view) = src, same shape, dtype, device
   Tensor flip(const std::vector<int64_t>& dims) const;
   Tensor repeat(const Shape& times) const;
   Tensor pad_with_zeros(int64_t dim, size_t left, size_t right) const;

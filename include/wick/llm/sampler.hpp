@@ -1,0 +1,43 @@
+#pragma once
+// Choosing the next token from a row of logits, on the host. The chain is llama.cpp's default
+// (common/sampling.cpp): repetition penalty, top-k, top-p, min-p, temperature, then a seeded
+// draw. The same logits, history and seed give the same ids on every device and platform.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace wick::llm {
+
+struct SamplingParams {
+  double temperature = 0.8;    // <= 0: greedy argmax (ties: the lowest id); the other stages are skipped
+  size_t top_k = 40;           // 0: off (whole vocabulary)
+  double top_p = 0.95;         // >= 1: off
+  double min_p = 0.05;         // <= 0: off; keeps p >= min_p * p_max
+  double repeat_penalty = 1.0;  // 1: off; a logit of a recent id: positive / penalty, negative * penalty
+  size_t repeat_last_n = 64;   // how many of the last history ids the penalty looks at (0: off)
+  uint64_t seed = 42;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& p);  // Error(Shape) naming the field for a negative or NaN setting
+
+  // logits: n_vocab f32 values (NaN counts as -inf). history: ids seen so far (prompt and generated),
+  // for the repetition penalty; ids outside [0, n_vocab) are ignored. Each call advances the RNG.
+  int32_t sample(const float* logits, size_t n_vocab, const std::vector<int32_t>& history);
+
+  const SamplingParams& params() const { return p_; }
+  void reseed(uint64_t seed);  // restart the random sequence as if constructed with this seed
+
+ private:
+  double next_uniform();  // [0, 1), 53 bits from splitmix64
+
+  SamplingParams p_;
+  uint64_t state_;
+  // Scratch reused across calls (one per generation; not thread-safe).
+  std::vector<float> logits_;
+  std::vector<int32_t> ids_;
+  std::vector<double> probs_;
+};
+
+}  // namespace wick::llm
