@@ -1,0 +1,101 @@
+#pragma once
+// LLaMA-family language models (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3) built on
+// wick's public Tensor API, loaded from a GGUF file or a Hugging Face directory.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wick/device.hpp"
+#include "wick/dtype.hpp"
+#include "wick/tensor.hpp"
+
+namespace wick::llm {
+
+enum class Arch { Llama, Mistral, Qwen2, Qwen3 };
+const char* arch_to_string(Arch a);  // "llama", "mistral", "qwen2", "qwen3"
+
+enum class RopeScaling { None, Linear, Llama3 };
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string arch_name;  // as the file says: GGUF general.architecture or config.json model_type
+  size_t vocab_size = 0, hidden = 0, intermediate = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
+         max_position = 0;
+  double rms_eps = 1e-5, rope_theta = 10000.0;
+  size_t rope_dim = 0;  // rotated dims per head (= head_dim for every supported family)
+  RopeScaling rope_scaling = RopeScaling::None;
+  double rope_factor = 1.0;                                        // linear and llama3
+  double rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;  // llama3
+  size_t rope_original_max_position = 8192;                        // llama3
+  bool tie_embeddings = false;                                     // the output projection is the token embedding
+  bool qkv_bias = false;                                           // Qwen2
+  bool qk_norm = false;  // Qwen3: RMSNorm over head_dim on q and k, per head, before rope
+  // GGUF llama-arch files have q/k rows permuted by convert_hf_to_gguf.py so rotary pairs are
+  // interleaved (rope_i); HF checkpoints and qwen GGUFs rotate halves (rope).
+  bool rope_interleaved = false;
+};
+
+struct LoadOptions {
+  Device device = Device::cpu();
+  // Activations and non-quantized weights: default f32 on the CPU, f16 on a GPU (bf16 when the
+  // file's weights are bf16).
+  std::optional<DType> dtype;
+  std::function<void(size_t done_bytes, size_t total_bytes)> progress;  // called per tensor
+};
+
+// Per layer K and V, each (1, n_kv_heads, capacity, head_dim), preallocated and written in place.
+class KvCache {
+ public:
+  KvCache() = default;
+  KvCache(size_t n_layers, size_t n_kv_heads, size_t capacity, size_t head_dim, DType dtype, Device device);
+  size_t pos() const { return pos_; }  // tokens held
+  size_t capacity() const { return capacity_; }
+  size_t bytes() const;
+  DType dtype() const { return dtype_; }
+  size_t n_layers() const { return k_.size(); }
+  void clear() { pos_ = 0; }
+  // Drops tokens past n (n <= pos), e.g. to reuse a shared prompt prefix.
+  void truncate(size_t n);
+
+  // Used by the model's forward: the full preallocated buffers, and moving the position on.
+  Tensor& k(size_t layer);
+  Tensor& v(size_t layer);
+  void advance(size_t n);
+
+ private:
+  std::vector<Tensor> k_, v_;
+  size_t capacity_ = 0, pos_ = 0;
+  DType dtype_ = DType::F16;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // A .gguf file or a Hugging Face directory (config.json + *.safetensors). Unsupported
+  // architecture, missing tensor or wrong shape: Error naming it, the file and the shapes.
+  static std::unique_ptr<Model> load(const std::string& path, const LoadOptions& o = {});
+
+  const ModelConfig& config() const { return config_; }
+  Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  size_t weight_bytes() const { return weight_bytes_; }  // on the device
+  // KV cache for max_ctx tokens; default dtype f16 (bf16 for bf16 models).
+  KvCache make_cache(size_t max_ctx, std::optional<DType> dtype = std::nullopt) const;
+  // Runs tokens at positions cache.pos().. through the model, appends their K/V to the cache and
+  // returns f32 logits (n_tokens, vocab) when all_logits, else (1, vocab) for the last token.
+  // Error when the cache would overflow.
+  virtual Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool all_logits = false) = 0;
+
+ protected:
+  ModelConfig config_;
+  Device device_ = Device::cpu();
+  DType dtype_ = DType::F32;
+  DType default_cache_dtype_ = DType::F16;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace wick::llm
