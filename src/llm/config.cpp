@@ -1,0 +1,231 @@
+// Model hyper-parameters from GGUF metadata or a Hugging Face config.json.
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "llm/model_impl.hpp"
+#include "wick/error.hpp"
+
+namespace wick::llm {
+
+const char* arch_to_string(Arch a) {
+  switch (a) {
+    case Arch::Llama:
+      return "llama";
+    case Arch::Mistral:
+      return "mistral";
+    case Arch::Qwen2:
+      return "qwen2";
+    case Arch::Qwen3:
+      return "qwen3";
+  }
+  return "?";
+}
+
+namespace detail {
+namespace {
+
+[[noreturn]] void bad(const std::string& path, const std::string& msg) {
+  throw Error(ErrorKind::Io, "model config (" + path + "): " + msg);
+}
+
+void check_sizes(const ModelConfig& c, const std::string& path) {
+  auto need = [&](size_t v, const char* what) {
+    if (v == 0) bad(path, std::string(what) + " must be positive");
+    // Sizes far beyond any real model are a corrupt file, not a request to allocate terabytes.
+    if (v > (size_t(1) << 24)) bad(path, std::string(what) + " = " + std::to_string(v) + " is implausibly large");
+  };
+  need(c.vocab_size, "vocab size");
+  need(c.hidden, "hidden size");
+  need(c.intermediate, "intermediate (feed-forward) size");
+  need(c.n_layers, "layer count");
+  need(c.n_heads, "attention head count");
+  need(c.n_kv_heads, "key/value head count");
+  need(c.head_dim, "head dim");
+  if (c.n_heads % c.n_kv_heads != 0)
+    bad(path, "attention heads (" + std::to_string(c.n_heads) + ") must be a multiple of key/value heads (" +
+                  std::to_string(c.n_kv_heads) + ")");
+  if (c.head_dim % 2 != 0) bad(path, "head dim " + std::to_string(c.head_dim) + " must be even for rotary embeddings");
+  if (c.rope_dim != c.head_dim)
+    throw Error(ErrorKind::Unsupported, "model config (" + path + "): rotary dims " + std::to_string(c.rope_dim) +
+                                            " != head dim " + std::to_string(c.head_dim) +
+                                            " (partial rotary embeddings are not supported)");
+  if (!(c.rms_eps > 0) || !(c.rope_theta > 0)) bad(path, "rms eps and rope theta must be positive");
+  if (c.rope_scaling != RopeScaling::None && !(c.rope_factor > 0)) bad(path, "rope scaling factor must be positive");
+}
+
+}  // namespace
+
+ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
+  const GGUFValue* a = f.find("general.architecture");
+  if (!a || a->type != GGUFType::String) bad(path, "GGUF metadata has no general.architecture string");
+  ModelConfig c;
+  c.arch_name = a->as_string();
+  if (c.arch_name == "llama")
+    c.arch = Arch::Llama;  // Mistral GGUFs say llama too
+  else if (c.arch_name == "qwen2")
+    c.arch = Arch::Qwen2;
+  else if (c.arch_name == "qwen3")
+    c.arch = Arch::Qwen3;
+  else
+    throw Error(ErrorKind::Unsupported, "model (" + path + "): GGUF architecture '" + c.arch_name +
+                                            "' is not supported; supported: llama (LLaMA, Mistral, TinyLlama, "
+                                            "SmolLM2), qwen2, qwen3");
+  const std::string p = c.arch_name + ".";
+  auto get_u = [&](const std::string& key, std::optional<uint64_t> dflt) -> uint64_t {
+    const GGUFValue* v = f.find(p + key);
+    if (!v) {
+      if (dflt) return *dflt;
+      bad(path, "GGUF metadata lacks " + p + key);
+    }
+    if (v->type == GGUFType::Array)
+      throw Error(ErrorKind::Unsupported, "model (" + path + "): " + p + key +
+                                              " is a per-layer array; only one value for all layers is supported");
+    try {
+      return v->as_u64();
+    } catch (const Error& e) {
+      bad(path, p + key + ": " + e.what());
+    }
+  };
+  auto get_f = [&](const std::string& key, double dflt) -> double {
+    const GGUFValue* v = f.find(p + key);
+    if (!v) return dflt;
+    try {
+      return v->as_f64();
+    } catch (const Error& e) {
+      bad(path, p + key + ": " + e.what());
+    }
+  };
+  c.max_position = get_u("context_length", 4096);
+  c.hidden = get_u("embedding_length", std::nullopt);
+  c.n_layers = get_u("block_count", std::nullopt);
+  c.intermediate = get_u("feed_forward_length", std::nullopt);
+  c.n_heads = get_u("attention.head_count", std::nullopt);
+  c.n_kv_heads = get_u("attention.head_count_kv", c.n_heads);
+  c.head_dim = get_u("attention.key_length", c.n_heads ? c.hidden / c.n_heads : 0);
+  if (get_u("attention.value_length", c.head_dim) != c.head_dim)
+    throw Error(ErrorKind::Unsupported, "model (" + path + "): key and value head dims differ");
+  c.rope_dim = get_u("rope.dimension_count", c.head_dim);
+  c.rms_eps = get_f("attention.layer_norm_rms_epsilon", 1e-5);
+  c.rope_theta = get_f("rope.freq_base", 10000.0);
+  if (const GGUFValue* v = f.find(p + "rope.scaling.type"); v && v->type == GGUFType::String) {
+    const std::string& t = v->as_string();
+    if (t == "linear") {
+      c.rope_scaling = RopeScaling::Linear;
+      c.rope_factor = get_f("rope.scaling.factor", 1.0);
+    } else if (t != "none") {
+      throw Error(ErrorKind::Unsupported, "model (" + path + "): rope scaling '" + t +
+                                              "' is not supported (supported: none, linear, llama3 via rope_freqs)");
+    }
+  } else if (f.find(p + "rope.scale_linear")) {
+    c.rope_scaling = RopeScaling::Linear;
+    c.rope_factor = get_f("rope.scale_linear", 1.0);
+  }
+  const std::string emb = "token_embd.weight";
+  if (!f.contains(emb)) bad(path, "missing tensor " + emb);
+  const Shape es = f.tensor(emb).shape();
+  c.vocab_size = es.size() == 2 ? es[0] : 0;
+  c.tie_embeddings = !f.contains("output.weight");
+  c.qkv_bias = f.contains("blk.0.attn_q.bias");
+  c.qk_norm = f.contains("blk.0.attn_q_norm.weight");
+  // convert_hf_to_gguf.py permutes llama q/k for llama.cpp's normal (interleaved) rope; qwen2/3
+  // keep HF's order and use NEOX (halves).
+  c.rope_interleaved = c.arch == Arch::Llama;
+  check_sizes(c, path);
+  return c;
+}
+
+namespace {
+ModelConfig parse_hf(const std::string& config_path) {
+  std::ifstream in(config_path);
+  if (!in) throw Error(ErrorKind::Io, "model: cannot open " + config_path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    bad(config_path, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad(config_path, "not a JSON object");
+  // transformers 5 keeps text settings under text_config for some models; read the top level.
+  auto num = [&](const nlohmann::json& o, const char* key) -> std::optional<double> {
+    auto it = o.find(key);
+    if (it == o.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number()) bad(config_path, std::string(key) + " must be a number");
+    return it->get<double>();
+  };
+  auto size = [&](const char* key, std::optional<size_t> dflt) -> size_t {
+    auto v = num(j, key);
+    if (!v) {
+      if (dflt) return *dflt;
+      bad(config_path, std::string("missing ") + key);
+    }
+    if (*v < 0 || *v != double(size_t(*v))) bad(config_path, std::string(key) + " must be a non-negative integer");
+    return size_t(*v);
+  };
+  ModelConfig c;
+  c.arch_name = j.value("model_type", std::string());
+  if (c.arch_name == "llama")
+    c.arch = Arch::Llama;
+  else if (c.arch_name == "mistral")
+    c.arch = Arch::Mistral;
+  else if (c.arch_name == "qwen2")
+    c.arch = Arch::Qwen2;
+  else if (c.arch_name == "qwen3")
+    c.arch = Arch::Qwen3;
+  else
+    throw Error(ErrorKind::Unsupported, "model (" + config_path + "): model_type '" + c.arch_name +
+                                            "' is not supported; supported: llama, mistral, qwen2, qwen3");
+  c.vocab_size = size("vocab_size", std::nullopt);
+  c.hidden = size("hidden_size", std::nullopt);
+  c.intermediate = size("intermediate_size", std::nullopt);
+  c.n_layers = size("num_hidden_layers", std::nullopt);
+  c.n_heads = size("num_attention_heads", std::nullopt);
+  c.n_kv_heads = size("num_key_value_heads", c.n_heads);
+  c.head_dim = size("head_dim", c.n_heads ? c.hidden / c.n_heads : 0);
+  c.rope_dim = c.head_dim;
+  c.max_position = size("max_position_embeddings", 4096);
+  c.rms_eps = num(j, "rms_norm_eps").value_or(1e-6);
+  // Rope settings: top-level rope_theta / rope_scaling (transformers 4), or rope_parameters
+  // (transformers 5), which also holds rope_theta.
+  nlohmann::json rp = nlohmann::json::object();
+  if (auto it = j.find("rope_scaling"); it != j.end() && it->is_object()) rp = *it;
+  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
+    for (auto& [k, v] : it->items()) rp[k] = v;
+  }
+  c.rope_theta = num(j, "rope_theta").value_or(num(rp, "rope_theta").value_or(10000.0));
+  std::string rt = rp.value("rope_type", rp.value("type", std::string("default")));
+  if (rt == "llama3") {
+    c.rope_scaling = RopeScaling::Llama3;
+    c.rope_factor = num(rp, "factor").value_or(8.0);
+    c.rope_low_freq_factor = num(rp, "low_freq_factor").value_or(1.0);
+    c.rope_high_freq_factor = num(rp, "high_freq_factor").value_or(4.0);
+    c.rope_original_max_position = size_t(num(rp, "original_max_position_embeddings").value_or(8192));
+    if (c.rope_low_freq_factor == c.rope_high_freq_factor)
+      bad(config_path, "llama3 rope scaling needs low_freq_factor != high_freq_factor");
+  } else if (rt == "linear") {
+    c.rope_scaling = RopeScaling::Linear;
+    c.rope_factor = num(rp, "factor").value_or(1.0);
+  } else if (rt != "default") {
+    throw Error(ErrorKind::Unsupported, "model (" + config_path + "): rope type '" + rt +
+                                            "' is not supported (supported: default, linear, llama3)");
+  }
+  c.tie_embeddings = j.value("tie_word_embeddings", false);
+  // Qwen2 always has q/k/v bias; others say attention_bias (the loader also takes any bias present).
+  c.qkv_bias = c.arch == Arch::Qwen2 || j.value("attention_bias", false);
+  c.qk_norm = c.arch == Arch::Qwen3;
+  c.rope_interleaved = false;
+  check_sizes(c, config_path);
+  return c;
+}
+}  // namespace
+
+ModelConfig config_from_hf(const std::string& config_path) {
+  try {
+    return parse_hf(config_path);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type
+    bad(config_path, e.what());
+  }
+}
+
+}  // namespace detail
+}  // namespace wick::llm

@@ -1,0 +1,200 @@
+// The LLaMA family (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3): pre-norm decoder
+// blocks of GQA attention with rotary embeddings and a SwiGLU MLP, built on public Tensor ops only,
+// so the same code runs on the CPU and a GPU. Prefill and one-token decode take the same path.
+#include <cmath>
+
+#include "llm/model_impl.hpp"
+#include "wick/error.hpp"
+
+namespace wick::llm::detail {
+namespace {
+
+struct Layer {
+  Tensor attn_norm, ffn_norm, q_norm, k_norm;
+  Linear q, k, v, o, gate, up, down;
+};
+
+// Rotary inverse frequencies as transformers computes them (in f32), with the file's scaling.
+std::vector<float> inverse_frequencies(const ModelConfig& c, const std::vector<float>& freq_factors) {
+  const size_t half = c.rope_dim / 2;
+  std::vector<float> inv(half);
+  for (size_t i = 0; i < half; ++i) {
+    const float e = float(2 * i) / float(c.rope_dim);
+    inv[i] = 1.0f / std::pow(float(c.rope_theta), e);
+  }
+  if (!freq_factors.empty()) {
+    // GGUF llama3 scaling: convert_hf_to_gguf.py stores per-pair divisors (rope_freqs.weight).
+    for (size_t i = 0; i < half; ++i) inv[i] = inv[i] / freq_factors[i];
+  } else if (c.rope_scaling == RopeScaling::Linear) {
+    for (float& f : inv) f = f / float(c.rope_factor);
+  } else if (c.rope_scaling == RopeScaling::Llama3) {
+    // transformers' _compute_llama3_parameters: long wavelengths divided by factor, short kept,
+    // the band between blended smoothly.
+    const double pi = 3.14159265358979323846;
+    const double old_ctx = double(c.rope_original_max_position);
+    const double low_wl = old_ctx / c.rope_low_freq_factor, high_wl = old_ctx / c.rope_high_freq_factor;
+    for (float& f : inv) {
+      const double wl = 2 * pi / f;
+      if (wl < high_wl) continue;
+      if (wl > low_wl) {
+        f = float(f / c.rope_factor);
+        continue;
+      }
+      const double smooth =
+          (old_ctx / wl - c.rope_low_freq_factor) / (c.rope_high_freq_factor - c.rope_low_freq_factor);
+      f = float((1 - smooth) * f / c.rope_factor + smooth * f);
+    }
+  }
+  return inv;
+}
+
+class LlamaModel : public Model {
+ public:
+  LlamaModel(const ModelConfig& c, const WeightSource& src, const LoadOptions& o, DType dtype,
+             const std::vector<float>& freq_factors) {
+    config_ = c;
+    device_ = o.device;
+    dtype_ = dtype;
+    default_cache_dtype_ = dtype == DType::BF16 ? DType::BF16 : DType::F16;
+    inv_freq_ = inverse_frequencies(c, freq_factors);
+
+    const size_t H = c.hidden, hd = c.head_dim, q_out = c.n_heads * hd, kv_out = c.n_kv_heads * hd;
+    std::vector<std::string> names = {"token_embd.weight", "output_norm.weight"};
+    if (!c.tie_embeddings) names.push_back("output.weight");
+    auto blk = [](size_t l, const char* part) { return "blk." + std::to_string(l) + "." + part; };
+    for (size_t l = 0; l < c.n_layers; ++l)
+      for (const char* p :
+           {"attn_norm.weight", "ffn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+            "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "attn_q.bias", "attn_k.bias",
+            "attn_v.bias", "attn_output.bias", "attn_q_norm.weight", "attn_k_norm.weight"})
+        names.push_back(blk(l, p));
+    size_t total = 0;
+    for (const auto& n : names)
+      if (src.has(n)) total += src.file_bytes(n);
+    WeightLoader ld(src, o.device, dtype, o.progress, total);
+
+    const std::string emb = "token_embd.weight";
+    const Shape emb_shape{c.vocab_size, H};
+    if (src.has(emb) && src.quantized(emb))
+      embd_q_ = ld.qtensor(emb, emb_shape);  // stays quantized: QTensor::embedding gathers rows
+    else
+      embd_ = ld.tensor(emb, emb_shape);
+    layers_.resize(c.n_layers);
+    for (size_t l = 0; l < c.n_layers; ++l) {
+      Layer& L = layers_[l];
+      L.attn_norm = ld.tensor(blk(l, "attn_norm.weight"), {H});
+      L.q = ld.linear(blk(l, "attn_q"), {q_out, H}, c.qkv_bias, c);
+      L.k = ld.linear(blk(l, "attn_k"), {kv_out, H}, c.qkv_bias, c);
+      L.v = ld.linear(blk(l, "attn_v"), {kv_out, H}, c.qkv_bias, c);
+      L.o = ld.linear(blk(l, "attn_output"), {H, q_out}, false, c);
+      if (c.qk_norm) {
+        L.q_norm = ld.tensor(blk(l, "attn_q_norm.weight"), {hd});
+        L.k_norm = ld.tensor(blk(l, "attn_k_norm.weight"), {hd});
+      }
+      L.ffn_norm = ld.tensor(blk(l, "ffn_norm.weight"), {H});
+      L.gate = ld.linear(blk(l, "ffn_gate"), {c.intermediate, H}, false, c);
+      L.up = ld.linear(blk(l, "ffn_up"), {c.intermediate, H}, false, c);
+      L.down = ld.linear(blk(l, "ffn_down"), {H, c.intermediate}, false, c);
+    }
+    out_norm_ = ld.tensor("output_norm.weight", {H});
+    if (c.tie_embeddings) {
+      output_.w = embd_;
+      output_.q = embd_q_;
+    } else {
+      output_ = ld.linear("output", {c.vocab_size, H}, false, c);
+    }
+    weight_bytes_ = ld.bytes();
+  }
+
+  Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool all_logits) override {
+    const ModelConfig& c = config_;
+    const size_t T = tokens.size(), pos0 = cache.pos();
+    if (T == 0) throw Error(ErrorKind::Argument, "Model::forward: no tokens given");
+    if (cache.n_layers() != c.n_layers)
+      throw Error(ErrorKind::Argument, "Model::forward: the cache has " + std::to_string(cache.n_layers()) +
+                                           " layers, the model " + std::to_string(c.n_layers) +
+                                           "; make it with this model's make_cache()");
+    if (T > cache.capacity() - pos0)
+      throw Error(ErrorKind::Argument, "Model::forward: " + std::to_string(pos0) + " cached + " + std::to_string(T) +
+                                           " new tokens exceed the KV cache capacity of " +
+                                           std::to_string(cache.capacity()) +
+                                           " tokens; make the cache with a larger max_ctx (--ctx)");
+    for (int32_t id : tokens)
+      if (id < 0 || size_t(id) >= c.vocab_size)
+        throw Error(ErrorKind::Index, "Model::forward: token id " + std::to_string(id) +
+                                          " is outside the vocabulary (" + std::to_string(c.vocab_size) + " tokens)");
+    const Tensor k0 = cache.k(0);
+    if (k0.device() != device_ || k0.dim(1) != c.n_kv_heads || k0.dim(3) != c.head_dim)
+      throw Error(ErrorKind::Argument,
+                  "Model::forward: the cache " + k0.str() + " does not fit this model; make it with make_cache()");
+    const DType cdt = cache.dtype();
+
+    const Tensor ids = Tensor::from_vector(tokens, {T}, device_);
+    Tensor x = embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids);
+
+    // cos/sin for positions pos0 .. pos0+T-1, computed on the host as transformers does (f32
+    // angle, then cos/sin), uploaded once per call.
+    const size_t half = c.rope_dim / 2;
+    std::vector<float> cs(T * half), sn(T * half);
+    for (size_t t = 0; t < T; ++t)
+      for (size_t i = 0; i < half; ++i) {
+        const float ang = float(pos0 + t) * inv_freq_[i];
+        cs[t * half + i] = float(std::cos(double(ang)));
+        sn[t * half + i] = float(std::sin(double(ang)));
+      }
+    const Tensor cos = Tensor::from_vector(cs, {T, half}, device_).to_dtype(dtype_);
+    const Tensor sin = Tensor::from_vector(sn, {T, half}, device_).to_dtype(dtype_);
+    auto rope = [&](const Tensor& t) { return c.rope_interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
+
+    const size_t nh = c.n_heads, nkv = c.n_kv_heads, hd = c.head_dim;
+    for (size_t l = 0; l < c.n_layers; ++l) {
+      const Layer& L = layers_[l];
+      const Tensor h = x.rms_norm(L.attn_norm, c.rms_eps);
+      Tensor q = L.q.forward(h).reshape({1, T, nh, hd});
+      Tensor k = L.k.forward(h).reshape({1, T, nkv, hd});
+      const Tensor v = L.v.forward(h).reshape({1, T, nkv, hd});
+      if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
+        q = q.rms_norm(L.q_norm, c.rms_eps);
+        k = k.rms_norm(L.k_norm, c.rms_eps);
+      }
+      q = rope(q.transpose(1, 2));
+      k = rope(k.transpose(1, 2));
+      Tensor& kc = cache.k(l);
+      Tensor& vc = cache.v(l);
+      kc.slice_set(k.to_dtype(cdt), 2, pos0);
+      vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos0);
+      const Tensor kv_k = kc.narrow(2, 0, pos0 + T), kv_v = vc.narrow(2, 0, pos0 + T);
+      Tensor a = attention(q.to_dtype(cdt), kv_k, kv_v, /*causal=*/true).to_dtype(dtype_);
+      a = a.transpose(1, 2).reshape({T, nh * hd});
+      x = x.add(L.o.forward(a));
+      const Tensor h2 = x.rms_norm(L.ffn_norm, c.rms_eps);
+      x = x.add(L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2))));
+    }
+    cache.advance(T);
+    if (!all_logits) x = x.narrow(0, T - 1, 1);
+    x = x.rms_norm(out_norm_, c.rms_eps);
+    return output_.forward(x).to_dtype(DType::F32);
+  }
+
+ private:
+  Tensor embd_, out_norm_;
+  QTensor embd_q_;
+  Linear output_;
+  std::vector<Layer> layers_;
+  std::vector<float> inv_freq_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_llama(const ModelConfig& c, const WeightSource& src, const LoadOptions& o,
+                                  std::vector<float> rope_freq_factors) {
+  DType dtype = o.dtype
+                    ? *o.dtype
+                    : (o.device.is_cpu() ? DType::F32 : (src.weight_dtype() == DType::BF16 ? DType::BF16 : DType::F16));
+  if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+    throw Error(ErrorKind::DType,
+                std::string("Model::load: compute dtype must be f32, f16 or bf16, got ") + dtype_name(dtype));
+  return std::make_unique<LlamaModel>(c, src, o, dtype, rope_freq_factors);
+}
+
+}  // namespace wick::llm::detail

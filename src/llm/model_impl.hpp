@@ -1,0 +1,81 @@
+#pragma once
+// Internals of the model part: weight files behind one interface, config parsing, layers.
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wick/gguf.hpp"
+#include "wick/io.hpp"
+#include "wick/llm/model.hpp"
+#include "wick/quant.hpp"
+#include "wick/tensor.hpp"
+
+namespace wick::llm::detail {
+
+// The tensors of a model file set, named as GGUF names them ("blk.3.attn_q.weight"); the HF source
+// maps those names to its own ("model.layers.3.self_attn.q_proj.weight").
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual std::string path() const = 0;                              // for messages
+  virtual std::string file_name(const std::string& name) const = 0;  // the tensor's name in the file
+  virtual bool has(const std::string& name) const = 0;
+  virtual Shape shape(const std::string& name) const = 0;  // row-major
+  virtual bool quantized(const std::string& name) const = 0;
+  virtual std::string type_name(const std::string& name) const = 0;  // "Q4_K", "f16", ...
+  virtual size_t file_bytes(const std::string& name) const = 0;
+  virtual Tensor load(const std::string& name, Device device) const = 0;  // file dtype
+  virtual QTensor load_quantized(const std::string& name, Device device) const = 0;
+  // The dtype of plain float weights (f16/bf16/f32): what the file mostly stores.
+  virtual DType weight_dtype() const = 0;
+};
+
+std::unique_ptr<WeightSource> open_gguf_weights(const GGUFFile& f, const std::string& path);
+std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir);
+
+// GGUF name -> HF (transformers) name for the LLaMA family, e.g. "output" -> "lm_head".
+std::string hf_tensor_name(const std::string& gguf_name);
+
+ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path);
+ModelConfig config_from_hf(const std::string& config_json_path);
+
+// y = x @ W^T (+ b): W a plain Tensor or a QTensor, kept as the file stored it where quantized.
+struct Linear {
+  Tensor w;   // (out, in), compute dtype
+  QTensor q;  // (out, in), quantized
+  Tensor b;   // (out), optional
+  Tensor forward(const Tensor& x) const;
+  size_t bytes() const;
+  size_t out_features() const { return q.defined() ? q.dim(0) : w.dim(0); }
+};
+
+// Loads tensors by GGUF name, checks their shapes, converts plain ones to the compute dtype on the
+// device, and reports progress.
+class WeightLoader {
+ public:
+  WeightLoader(const WeightSource& src, Device device, DType dtype, std::function<void(size_t, size_t)> progress,
+               size_t total_bytes);
+  Tensor tensor(const std::string& name, const Shape& expected);    // plain, compute dtype
+  QTensor qtensor(const std::string& name, const Shape& expected);  // a quantized one, as stored
+  Linear linear(const std::string& name, const Shape& expected, bool bias, const ModelConfig& c);
+  size_t bytes() const { return bytes_; }  // device bytes loaded so far
+
+ private:
+  void check_shape(const std::string& name, const Shape& expected) const;
+  void step(const std::string& name);
+  const WeightSource& src_;
+  Device device_;
+  DType dtype_;
+  std::function<void(size_t, size_t)> progress_;
+  size_t total_ = 0, done_ = 0, bytes_ = 0;
+};
+
+// The LLaMA family's model (LLaMA, Mistral, Qwen2, Qwen3).
+std::unique_ptr<Model> load_llama(const ModelConfig& c, const WeightSource& src, const LoadOptions& o,
+                                  std::vector<float> rope_freq_factors);
+
+std::string shape_string(const Shape& s);
+
+}  // namespace wick::llm::detail
