@@ -41,8 +41,10 @@ struct GenerateStats {
 // Calls on_token(id, text) for each generated token, text being the UTF-8-complete text it
 // completes (may be empty: held back while a stop string or a UTF-8 sequence is incomplete). The
 // end-of-generation token that stops generation gets no call; the token that completes a stop
-// string gets one with the text before the stop string. Returning false stops. out_ids receives
-// every sampled id (the stopping eog too). Error: empty prompt, or a prompt longer than n_ctx.
+// string gets one with the text before the stop string. Returning false stops. Text still held back
+// when generation ends otherwise (an incomplete UTF-8 sequence, the start of a stop string that never
+// completed) comes in a last call with id -1. out_ids receives every sampled id (the stopping eog
+// too). Error: empty prompt, or a prompt longer than n_ctx.
 GenerateStats generate(Model& m, const Tokenizer& t, const std::vector<int32_t>& prompt_ids,
                        const GenerateOptions& o, const std::function<bool(int32_t, const std::string&)>& on_token,
                        std::vector<int32_t>* out_ids = nullptr);

@@ -1,0 +1,153 @@
+// Generation: one prefill forward over the prompt, then one forward per token, sampling on the host.
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "wick/device.hpp"
+#include "wick/error.hpp"
+#include "wick/llm/generate.hpp"
+
+namespace wick::llm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Holds back the end of the text while it could be the start of a stop string, so that no text
+// from a stop string on is ever emitted, even when the stop string spans several tokens.
+class StopMatcher {
+ public:
+  explicit StopMatcher(const std::vector<std::string>& stops) {
+    for (const auto& s : stops)
+      if (!s.empty()) stops_.push_back(s);
+  }
+  bool stopped() const { return stopped_; }
+
+  // Appends text; returns what is safe to emit now.
+  std::string push(const std::string& text) {
+    if (stopped_) return "";
+    pending_ += text;
+    size_t at = std::string::npos;
+    for (const auto& s : stops_) at = std::min(at, pending_.find(s));
+    if (at != std::string::npos) {
+      stopped_ = true;
+      std::string out = pending_.substr(0, at);
+      pending_.clear();
+      return out;
+    }
+    size_t hold = 0;  // the longest end of pending_ that begins some stop string
+    for (const auto& s : stops_)
+      for (size_t k = std::min(s.size() - 1, pending_.size()); k > hold; --k)
+        if (pending_.compare(pending_.size() - k, k, s, 0, k) == 0) {
+          hold = k;
+          break;
+        }
+    std::string out = pending_.substr(0, pending_.size() - hold);
+    pending_.erase(0, pending_.size() - hold);
+    return out;
+  }
+  // At the end of generation: what was held back is plain text after all.
+  std::string finish() {
+    std::string out;
+    out.swap(pending_);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string pending_;
+  bool stopped_ = false;
+};
+
+std::vector<float> logits_row(const Tensor& logits, size_t n_vocab) {
+  if (logits.rank() != 2 || logits.dim(0) != 1 || logits.dim(1) != n_vocab || logits.dtype() != DType::F32)
+    throw Error(ErrorKind::Internal, "generate: the model returned logits of shape " + shape_str(logits.shape()) +
+                                         " " + dtype_name(logits.dtype()) + ", expected (1, " +
+                                         std::to_string(n_vocab) + ") f32");
+  return logits.to_vector<float>();  // the one host copy per token: sampling runs on the host
+}
+
+}  // namespace
+
+GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::vector<int32_t>& prompt_ids,
+                       const GenerateOptions& o, const std::function<bool(int32_t, const std::string&)>& on_token,
+                       std::vector<int32_t>* out_ids) {
+  if (prompt_ids.empty())
+    throw Error(ErrorKind::Argument, "generate: the prompt is empty; pass at least one token (e.g. the BOS id)");
+  if (cache.pos() + prompt_ids.size() > cache.capacity())
+    throw Error(ErrorKind::Argument, "generate: a prompt of " + std::to_string(prompt_ids.size()) +
+                                         " tokens at position " + std::to_string(cache.pos()) +
+                                         " does not fit a KV cache of " + std::to_string(cache.capacity()) +
+                                         " tokens; raise the context (--ctx, GenerateOptions::n_ctx) or shorten the "
+                                         "prompt");
+  const size_t n_vocab = m.config().vocab_size;
+  Sampler sampler(o.sampling);
+  StreamDecoder decoder(t);
+  StopMatcher stop(o.stop_strings);
+  std::vector<int32_t> history = prompt_ids;  // for the repetition penalty
+  GenerateStats st;
+  st.prompt_tokens = prompt_ids.size();
+  st.cache_bytes = cache.bytes();
+
+  auto t0 = Clock::now();
+  std::vector<float> row = logits_row(m.forward(prompt_ids, cache, false), n_vocab);
+  synchronize(m.device());
+  st.prompt_seconds = since(t0);
+
+  auto t1 = Clock::now();
+  bool flush = true;  // whether held-back text is passed on at the end
+  if (o.max_new_tokens == 0) st.stop_reason = "max_tokens";
+  while (st.stop_reason.empty()) {
+    const int32_t id = sampler.sample(row.data(), row.size(), history);
+    history.push_back(id);
+    if (out_ids) out_ids->push_back(id);
+    ++st.generated_tokens;
+    if (o.stop_at_eog && t.is_eog(id)) {
+      st.stop_reason = "eog";
+      break;
+    }
+    std::string piece = stop.push(decoder.push(id));
+    const bool keep = on_token ? on_token(id, piece) : true;
+    if (stop.stopped()) {
+      st.stop_reason = "stop_string";
+      flush = false;
+    } else if (!keep) {
+      st.stop_reason = "callback";
+      flush = false;
+    } else if (st.generated_tokens >= o.max_new_tokens) {
+      st.stop_reason = "max_tokens";
+    } else if (cache.pos() >= cache.capacity()) {
+      st.stop_reason = "context";
+    } else {
+      row = logits_row(m.forward({id}, cache, false), n_vocab);
+      ++st.decode_steps;
+    }
+  }
+  if (flush) {
+    // An incomplete UTF-8 sequence, or text that began a stop string that never completed.
+    std::string tail = stop.push(decoder.flush());
+    if (!stop.stopped()) tail += stop.finish();
+    else st.stop_reason = "stop_string";
+    if (!tail.empty() && on_token) on_token(-1, tail);
+  }
+  synchronize(m.device());
+  st.gen_seconds = since(t1);
+  return st;
+}
+
+GenerateStats generate(Model& m, const Tokenizer& t, const std::vector<int32_t>& prompt_ids, const GenerateOptions& o,
+                       const std::function<bool(int32_t, const std::string&)>& on_token, std::vector<int32_t>* out_ids) {
+  if (prompt_ids.empty())
+    throw Error(ErrorKind::Argument, "generate: the prompt is empty; pass at least one token (e.g. the BOS id)");
+  size_t n_ctx = o.n_ctx ? o.n_ctx : prompt_ids.size() + std::max<size_t>(o.max_new_tokens, 1);
+  if (prompt_ids.size() > n_ctx)
+    throw Error(ErrorKind::Argument, "generate: the prompt is " + std::to_string(prompt_ids.size()) +
+                                         " tokens, more than the context of " + std::to_string(n_ctx) +
+                                         "; raise the context (--ctx, GenerateOptions::n_ctx) or shorten the prompt");
+  KvCache cache = m.make_cache(n_ctx, o.cache_dtype);
+  return generate(m, t, cache, prompt_ids, o, on_token, out_ids);
+}
+
+}  // namespace wick::llm
