@@ -1,0 +1,15 @@
+#pragma once
+// `wick run` and `wick perplexity`: the LLM runtime's subcommands. Each add_* declares its
+// subcommand on root and returns it with the body main() runs after a clean parse.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <utility>
+
+namespace wick::cli {
+
+using LlmCommand = std::pair<CLI::App*, std::function<int()>>;
+
+LlmCommand add_run(CLI::App& root);
+LlmCommand add_perplexity(CLI::App& root);
+
+}  // namespace wick::cli
