@@ -68,8 +68,8 @@ std::vector<std::string> pre_tokenize(const PreTokenizer& p, std::string_view te
 struct NormalizerStep {
   enum class Kind { NFC, NFD, Lowercase, Prepend, Replace, Strip };
   Kind kind = Kind::NFC;
-  std::string text;                    // Prepend: what to prepend; Replace: the replacement (content)
-  std::shared_ptr<const Regex> regex;  // Replace: the pattern (String patterns compiled as escaped regexes)
+  std::string text;                              // Prepend: what to prepend; Replace: the replacement (content)
+  std::shared_ptr<const Regex> regex;            // Replace: the pattern (String patterns compiled as escaped regexes)
   bool strip_left = false, strip_right = false;  // Strip
 };
 
