@@ -22,5 +22,6 @@ Backend& gpu_backend(int ordinal);     // opens the device; Error(Device) naming
 DeviceInfo gpu_device_info(int ordinal);
 MemoryStats gpu_memory_stats(int ordinal);
 void gpu_empty_cache(int ordinal);
+void gpu_reset_peak_memory(int ordinal);
 
 }  // namespace wick::registry

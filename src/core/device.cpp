@@ -158,6 +158,17 @@ void empty_cache(const Device& d) {
   if (is_built_gpu(d)) registry::gpu_empty_cache(d.ordinal());
 }
 
+void reset_peak_memory(const Device& d) {
+  if (d.is_cpu()) return;
+  if (!is_built_gpu(d)) throw Error(ErrorKind::Device, "reset_peak_memory: " + d.name() + " is not in this build");
+  registry::gpu_reset_peak_memory(d.ordinal());
+}
+
+void synchronize(const Device& d) {
+  if (d.is_cpu()) return;  // CPU ops complete before they return
+  backend_for(d).synchronize();
+}
+
 Backend& backend_for(const Device& d) {
   if (d.is_cpu()) return registry::cpu_backend();
   if (is_built_gpu(d)) return registry::gpu_backend(d.ordinal());

@@ -9,21 +9,22 @@
 namespace wick::llm {
 
 struct SamplingParams {
-  double temperature = 0.8;    // <= 0: greedy argmax (ties: the lowest id); the other stages are skipped
-  size_t top_k = 40;           // 0: off (whole vocabulary)
-  double top_p = 0.95;         // >= 1: off
-  double min_p = 0.05;         // <= 0: off; keeps p >= min_p * p_max
+  double temperature = 0.8;     // <= 0: greedy argmax after the repetition penalty (ties: the lowest id)
+  size_t top_k = 40;            // 0: off (whole vocabulary)
+  double top_p = 0.95;          // >= 1: off
+  double min_p = 0.05;          // <= 0: off; keeps p >= min_p * p_max
   double repeat_penalty = 1.0;  // 1: off; a logit of a recent id: positive / penalty, negative * penalty
-  size_t repeat_last_n = 64;   // how many of the last history ids the penalty looks at (0: off)
+  size_t repeat_last_n = 64;    // how many of the last history ids the penalty looks at (0: off)
   uint64_t seed = 42;
 };
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& p);  // Error(Shape) naming the field for a negative or NaN setting
+  explicit Sampler(const SamplingParams& p);  // Error(Argument) naming the field for an invalid setting
 
   // logits: n_vocab f32 values (NaN counts as -inf). history: ids seen so far (prompt and generated),
-  // for the repetition penalty; ids outside [0, n_vocab) are ignored. Each call advances the RNG.
+  // for the repetition penalty; ids outside [0, n_vocab) are ignored. Each non-greedy call draws one
+  // random number. Error(Argument) when every logit is -inf or NaN.
   int32_t sample(const float* logits, size_t n_vocab, const std::vector<int32_t>& history);
 
   const SamplingParams& params() const { return p_; }

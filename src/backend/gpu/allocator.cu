@@ -3,6 +3,7 @@
 // later work on that stream without waiting.
 #include "backend/gpu/allocator.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -23,6 +24,7 @@ class Allocator {
       void* p = it->second;
       cached_ -= it->first;
       in_use_ += it->first;
+      peak_ = std::max(peak_, in_use_);
       sizes_[p] = it->first;
       free_.erase(it);
       return p;
@@ -46,6 +48,7 @@ class Allocator {
                       "use smaller shapes");
     }
     in_use_ += size;
+    peak_ = std::max(peak_, in_use_);
     sizes_[p] = size;
     return p;
   }
@@ -67,7 +70,12 @@ class Allocator {
 
   MemoryStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    return MemoryStats{in_use_, cached_};
+    return MemoryStats{in_use_, cached_, peak_};
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    peak_ = in_use_;
   }
 
  private:
@@ -87,7 +95,7 @@ class Allocator {
   std::mutex mu_;
   std::multimap<size_t, void*> free_;
   std::map<void*, size_t> sizes_;
-  size_t in_use_ = 0, cached_ = 0;
+  size_t in_use_ = 0, cached_ = 0, peak_ = 0;  // bytes, rounded up as allocated
 };
 
 Allocator* make_allocator(int ordinal) { return new Allocator(ordinal); }
@@ -104,6 +112,7 @@ void device_free(const DeviceBuffer& b) {
 }
 
 MemoryStats memory_stats(int ordinal) { return context(ordinal).alloc->stats(); }
+void reset_peak_memory(int ordinal) { context(ordinal).alloc->reset_peak(); }
 void empty_cache(int ordinal) {
   DeviceGuard g(ordinal);
   context(ordinal).alloc->release_cached();

@@ -7,5 +7,6 @@ namespace wick::gpu {
 
 Allocator* make_allocator(int ordinal);  // one per opened device
 void release_all_cached(Allocator* a);   // frees every cached block (exit handler)
+void reset_peak_memory(int ordinal);     // MemoryStats::peak restarts from the bytes in use now
 
 }  // namespace wick::gpu

@@ -1,4 +1,5 @@
 // The GPU half of backend/registry.hpp in a WICK_GPU=cuda|rocm build.
+#include "backend/gpu/allocator.hpp"
 #include "backend/gpu/gpu_storage.hpp"
 #include "backend/registry.hpp"
 
@@ -11,5 +12,6 @@ Backend& gpu_backend(int ordinal) { return gpu::backend(ordinal); }
 DeviceInfo gpu_device_info(int ordinal) { return gpu::device_info(ordinal); }
 MemoryStats gpu_memory_stats(int ordinal) { return gpu::memory_stats(ordinal); }
 void gpu_empty_cache(int ordinal) { gpu::empty_cache(ordinal); }
+void gpu_reset_peak_memory(int ordinal) { gpu::reset_peak_memory(ordinal); }
 
 }  // namespace wick::registry

@@ -22,5 +22,6 @@ Backend& gpu_backend(int) { no_gpu("gpu_backend"); }
 DeviceInfo gpu_device_info(int) { no_gpu("device_info"); }
 MemoryStats gpu_memory_stats(int) { no_gpu("memory_stats"); }
 void gpu_empty_cache(int) {}  // nothing is cached
+void gpu_reset_peak_memory(int) {}
 
 }  // namespace wick::registry
