@@ -43,7 +43,8 @@ Device parse_device(const std::string& s) { return s == "best" ? Device::best() 
 std::string gb(size_t bytes) {
   char buf[32];
   if (bytes >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1 << 30));
-  else std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  else if (bytes >= (size_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
   return buf;
 }
 
@@ -220,7 +221,10 @@ int run_perplexity(const PplArgs& a) {
   auto t0 = Clock::now();
   llm::PerplexityResult r = llm::perplexity(
       *model, tokens, a.ctx,
-      [&](size_t done, size_t total) {
+      [&, last_tenth = size_t(0)](size_t done, size_t total) mutable {
+        // A log gets a line per tenth of the chunks; a terminal one line redrawn.
+        if (!tty && done * 10 / total == last_tenth && done != 1) return;
+        last_tenth = done * 10 / total;
         std::fprintf(stderr, tty ? "\r\033[Kperplexity: chunk %zu/%zu, %.1f s" : "perplexity: chunk %zu/%zu, %.1f s\n",
                      done, total, since(t0));
         if (tty && done == total) std::fprintf(stderr, "\n");
