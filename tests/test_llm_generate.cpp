@@ -5,8 +5,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,8 +35,7 @@ const Tokenizer& spm() {
 // sampling tests). It records what it was fed.
 class ScriptedModel : public Model {
  public:
-  ScriptedModel(size_t vocab, std::vector<int32_t> script, float peak = 20.f,
-                std::function<int32_t(int32_t)> next = {})
+  ScriptedModel(size_t vocab, std::vector<int32_t> script, float peak = 20.f, std::function<int32_t(int32_t)> next = {})
       : script_(std::move(script)), peak_(peak), next_(std::move(next)) {
     config_.vocab_size = vocab;
     config_.n_layers = 1;
@@ -106,11 +105,14 @@ TEST(LlmGenerate, MaxTokensAndPrefillThenOneTokenSteps) {
   ScriptedModel m(spm().vocab_size(), text);
   std::vector<int32_t> ids, seen;
   std::string streamed;
-  GenerateStats st = generate(m, spm(), prompt, greedy(5), [&](int32_t id, const std::string& piece) {
-    seen.push_back(id);
-    streamed += piece;
-    return true;
-  }, &ids);
+  GenerateStats st = generate(
+      m, spm(), prompt, greedy(5),
+      [&](int32_t id, const std::string& piece) {
+        seen.push_back(id);
+        streamed += piece;
+        return true;
+      },
+      &ids);
   const std::vector<int32_t> want(text.begin() + 3, text.begin() + 8);
   EXPECT_EQ(ids, want);
   EXPECT_EQ(seen, want);
@@ -138,10 +140,13 @@ TEST(LlmGenerate, StopStringSpanningTokensIsNeverEmitted) {
   o.stop_strings = {"zzz", "d. Th"};
   std::string streamed;
   std::vector<int32_t> ids;
-  GenerateStats st = generate(m, spm(), prompt, o, [&](int32_t, const std::string& piece) {
-    streamed += piece;
-    return true;
-  }, &ids);
+  GenerateStats st = generate(
+      m, spm(), prompt, o,
+      [&](int32_t, const std::string& piece) {
+        streamed += piece;
+        return true;
+      },
+      &ids);
   EXPECT_EQ(st.stop_reason, "stop_string");
   EXPECT_EQ(streamed, full.substr(0, at));
   // It stopped at the token that completed the stop string, not later.
@@ -175,9 +180,8 @@ TEST(LlmGenerate, CallbackStopsAndEogStops) {
   ScriptedModel m(spm().vocab_size(), text);
   int calls = 0;
   std::vector<int32_t> ids;
-  GenerateStats st = generate(m, spm(), {text[0]}, greedy(20), [&](int32_t, const std::string&) {
-    return ++calls < 3;
-  }, &ids);
+  GenerateStats st = generate(
+      m, spm(), {text[0]}, greedy(20), [&](int32_t, const std::string&) { return ++calls < 3; }, &ids);
   EXPECT_EQ(st.stop_reason, "callback");
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(ids.size(), 3u);
@@ -190,10 +194,13 @@ TEST(LlmGenerate, CallbackStopsAndEogStops) {
   ScriptedModel m2(spm().vocab_size(), script);
   std::vector<int32_t> seen;
   ids.clear();
-  st = generate(m2, spm(), {text[0]}, greedy(20), [&](int32_t id, const std::string&) {
-    seen.push_back(id);
-    return true;
-  }, &ids);
+  st = generate(
+      m2, spm(), {text[0]}, greedy(20),
+      [&](int32_t id, const std::string&) {
+        seen.push_back(id);
+        return true;
+      },
+      &ids);
   EXPECT_EQ(st.stop_reason, "eog");
   EXPECT_EQ(ids, (std::vector<int32_t>{text[1], text[2], eos}));
   EXPECT_EQ(seen, (std::vector<int32_t>{text[1], text[2]}));

@@ -42,9 +42,12 @@ Device parse_device(const std::string& s) { return s == "best" ? Device::best() 
 
 std::string gb(size_t bytes) {
   char buf[32];
-  if (bytes >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1 << 30));
-  else if (bytes >= (size_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
-  else std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  if (bytes >= (size_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1 << 30));
+  else if (bytes >= (size_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
   return buf;
 }
 
@@ -57,8 +60,7 @@ struct LoadBar {
     if (tty) {
       const int width = 30, filled = int(f * width);
       std::fprintf(stderr, "\r\033[Kloading [%s%s] %3d%%  %s / %s", std::string(size_t(filled), '=').c_str(),
-                   std::string(size_t(width - filled), ' ').c_str(), int(f * 100), gb(done).c_str(),
-                   gb(total).c_str());
+                   std::string(size_t(width - filled), ' ').c_str(), int(f * 100), gb(done).c_str(), gb(total).c_str());
       if (done >= total) std::fprintf(stderr, "\n");
     } else {
       const int q = int(f * 4);
@@ -115,8 +117,9 @@ int run_generate(const RunArgs& a) {
     prompt_ids = tok.encode(a.prompt, true, false);
   }
   if (prompt_ids.empty())
-    throw Error(ErrorKind::Argument, "run: the prompt encodes to no tokens (an empty prompt and a tokenizer that adds "
-                                     "no BOS); give a non-empty -p");
+    throw Error(ErrorKind::Argument,
+                "run: the prompt encodes to no tokens (an empty prompt and a tokenizer that adds "
+                "no BOS); give a non-empty -p");
 
   llm::GenerateOptions o;
   o.max_new_tokens = a.n;
@@ -233,9 +236,10 @@ int run_perplexity(const PplArgs& a) {
       bos);
   const double secs = since(t0);
   if (a.json) {
-    nlohmann::json j = {{"ppl", r.ppl},           {"ppl_error", r.ppl_error}, {"nll_mean", r.nll_mean},
-                        {"n_ctx", a.ctx},         {"n_chunks", r.n_chunks},   {"n_scored", r.n_scored},
-                        {"n_tokens", tokens.size()}, {"seconds", secs},       {"device", dev.name()}};
+    nlohmann::json j = {
+        {"ppl", r.ppl},           {"ppl_error", r.ppl_error}, {"nll_mean", r.nll_mean},    {"n_ctx", a.ctx},
+        {"n_chunks", r.n_chunks}, {"n_scored", r.n_scored},   {"n_tokens", tokens.size()}, {"seconds", secs},
+        {"device", dev.name()}};
     std::printf("%s\n", dump(j).c_str());
   } else {
     std::printf("PPL = %.4f +/- %.5f  (%zu chunks of %zu tokens, %zu tokens scored, %.2f s on %s)\n", r.ppl,

@@ -46,9 +46,12 @@ std::string chatml_default_system(const std::string& tmpl) {
   const std::string open = "<|im_start|>system";
   for (size_t at = tmpl.find(open); at != std::string::npos; at = tmpl.find(open, at + 1)) {
     size_t p = at + open.size();
-    if (tmpl.compare(p, 2, "\\n") == 0) p += 2;
-    else if (p < tmpl.size() && tmpl[p] == '\n') p += 1;
-    else continue;
+    if (tmpl.compare(p, 2, "\\n") == 0)
+      p += 2;
+    else if (p < tmpl.size() && tmpl[p] == '\n')
+      p += 1;
+    else
+      continue;
     size_t end = tmpl.find("<|im_end|>", p);
     if (end == std::string::npos) return "";
     std::string_view body(tmpl.data() + p, end - p);
@@ -124,8 +127,10 @@ std::string render_llama2(const std::string& tmpl, const std::vector<ChatMessage
     std::string content = msgs[i].content;
     if (i == first && have_sys) content = "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" + content;
     if (strip) content = trim(content);
-    if (msgs[i].role == "user") out += bos + "[INST] " + content + " [/INST]";
-    else if (msgs[i].role == "assistant") out += " " + content + " " + eos;
+    if (msgs[i].role == "user")
+      out += bos + "[INST] " + content + " [/INST]";
+    else if (msgs[i].role == "assistant")
+      out += " " + content + " " + eos;
   }
   return out;
 }
@@ -139,9 +144,12 @@ std::string render_mistral(const std::string& fmt, const std::string& tmpl, cons
   if (fmt == "mistral-v7") {
     const std::string sp = has(tmpl, "[INST] ") ? " " : "";
     for (const auto& m : msgs) {
-      if (m.role == "system") out += "[SYSTEM_PROMPT]" + sp + m.content + "[/SYSTEM_PROMPT]";
-      else if (m.role == "user") out += "[INST]" + sp + m.content + "[/INST]";
-      else out += sp + m.content + eos;
+      if (m.role == "system")
+        out += "[SYSTEM_PROMPT]" + sp + m.content + "[/SYSTEM_PROMPT]";
+      else if (m.role == "user")
+        out += "[INST]" + sp + m.content + "[/INST]";
+      else
+        out += sp + m.content + eos;
     }
     return out;
   }
@@ -167,10 +175,14 @@ std::string render_mistral(const std::string& fmt, const std::string& tmpl, cons
         out += lead + (is_last && have_sys ? sys + "\n\n" : "") + m.content + "[/INST]";
       }
     } else if (m.role == "assistant") {
-      if (fmt == "mistral-v0") out += m.content + eos;
-      else if (fmt == "mistral-v1") out += " " + m.content + eos;
-      else if (fmt == "mistral-v3") out += " " + trim(m.content) + eos;
-      else out += m.content + eos;
+      if (fmt == "mistral-v0")
+        out += m.content + eos;
+      else if (fmt == "mistral-v1")
+        out += " " + m.content + eos;
+      else if (fmt == "mistral-v3")
+        out += " " + trim(m.content) + eos;
+      else
+        out += m.content + eos;
     }
   }
   return out;

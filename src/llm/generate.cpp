@@ -1,4 +1,6 @@
 // Generation: one prefill forward over the prompt, then one forward per token, sampling on the host.
+#include "wick/llm/generate.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -6,7 +8,6 @@
 
 #include "wick/device.hpp"
 #include "wick/error.hpp"
-#include "wick/llm/generate.hpp"
 
 namespace wick::llm {
 namespace {
@@ -63,9 +64,9 @@ class StopMatcher {
 
 std::vector<float> logits_row(const Tensor& logits, size_t n_vocab) {
   if (logits.rank() != 2 || logits.dim(0) != 1 || logits.dim(1) != n_vocab || logits.dtype() != DType::F32)
-    throw Error(ErrorKind::Internal, "generate: the model returned logits of shape " + shape_str(logits.shape()) +
-                                         " " + dtype_name(logits.dtype()) + ", expected (1, " +
-                                         std::to_string(n_vocab) + ") f32");
+    throw Error(ErrorKind::Internal, "generate: the model returned logits of shape " + shape_str(logits.shape()) + " " +
+                                         dtype_name(logits.dtype()) + ", expected (1, " + std::to_string(n_vocab) +
+                                         ") f32");
   return logits.to_vector<float>();  // the one host copy per token: sampling runs on the host
 }
 
@@ -128,8 +129,10 @@ GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::
   if (flush) {
     // An incomplete UTF-8 sequence, or text that began a stop string that never completed.
     std::string tail = stop.push(decoder.flush());
-    if (!stop.stopped()) tail += stop.finish();
-    else st.stop_reason = "stop_string";
+    if (!stop.stopped())
+      tail += stop.finish();
+    else
+      st.stop_reason = "stop_string";
     if (!tail.empty() && on_token) on_token(-1, tail);
   }
   synchronize(m.device());
@@ -138,7 +141,8 @@ GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::
 }
 
 GenerateStats generate(Model& m, const Tokenizer& t, const std::vector<int32_t>& prompt_ids, const GenerateOptions& o,
-                       const std::function<bool(int32_t, const std::string&)>& on_token, std::vector<int32_t>* out_ids) {
+                       const std::function<bool(int32_t, const std::string&)>& on_token,
+                       std::vector<int32_t>* out_ids) {
   if (prompt_ids.empty())
     throw Error(ErrorKind::Argument, "generate: the prompt is empty; pass at least one token (e.g. the BOS id)");
   size_t n_ctx = o.n_ctx ? o.n_ctx : prompt_ids.size() + std::max<size_t>(o.max_new_tokens, 1);

@@ -33,7 +33,8 @@ PerplexityResult perplexity(Model& m, const std::vector<int32_t>& tokens, size_t
     for (int32_t id : chunk)
       if (id < 0 || size_t(id) >= n_vocab)
         throw Error(ErrorKind::Index, "perplexity: token id " + std::to_string(id) + " is outside the vocabulary of " +
-                                          std::to_string(n_vocab) + "; the tokens and the model do not belong together");
+                                          std::to_string(n_vocab) +
+                                          "; the tokens and the model do not belong together");
     cache.clear();
     Tensor logits = m.forward(chunk, cache, true);
     if (logits.rank() != 2 || logits.dim(0) != n_ctx || logits.dim(1) != n_vocab)

@@ -45,8 +45,8 @@ struct GenerateStats {
 // when generation ends otherwise (an incomplete UTF-8 sequence, the start of a stop string that never
 // completed) comes in a last call with id -1. out_ids receives every sampled id (the stopping eog
 // too). Error: empty prompt, or a prompt longer than n_ctx.
-GenerateStats generate(Model& m, const Tokenizer& t, const std::vector<int32_t>& prompt_ids,
-                       const GenerateOptions& o, const std::function<bool(int32_t, const std::string&)>& on_token,
+GenerateStats generate(Model& m, const Tokenizer& t, const std::vector<int32_t>& prompt_ids, const GenerateOptions& o,
+                       const std::function<bool(int32_t, const std::string&)>& on_token,
                        std::vector<int32_t>* out_ids = nullptr);
 
 // The same, continuing in a cache the caller holds (prompt_ids go at cache.pos()); for a chat
