@@ -1,0 +1,484 @@
+// Encoding and decoding: SentencePiece-style merging by score (GGUF "llama") and BPE merging by rank
+// (GGUF "gpt2" and tokenizer.json BPE), with special tokens split out first. The algorithms follow
+// llama.cpp's llm_tokenizer_spm / llm_tokenizer_bpe so that ids match llama.cpp's.
+#include <algorithm>
+#include <cctype>
+#include <queue>
+
+#include "llm/tokenizer_impl.hpp"
+#include "llm/unicode.hpp"
+#include "wick/error.hpp"
+
+namespace wick::llm {
+
+namespace {
+
+const std::string kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's space
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  if (from.empty()) return;
+  std::string out;
+  out.reserve(s.size());
+  size_t pos = 0;
+  for (;;) {
+    size_t hit = s.find(from, pos);
+    if (hit == std::string::npos) break;
+    out.append(s, pos, hit - pos);
+    out.append(to);
+    pos = hit + from.size();
+  }
+  out.append(s, pos, std::string::npos);
+  s.swap(out);
+}
+
+// Length of the UTF-8 sequence a lead byte starts (1 for continuation/invalid bytes, as llama.cpp).
+size_t utf8_len(unsigned char c) {
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) return 2;
+  if ((c & 0xF0) == 0xE0) return 3;
+  if ((c & 0xF8) == 0xF0) return 4;
+  return 1;
+}
+
+int parse_byte_token(const std::string& t) {  // "<0xAB>" -> 0xAB, else -1
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  int hi = hex(t[3]), lo = hex(t[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+struct Symbol {
+  int prev, next;
+  size_t off, n;
+};
+
+// Splits a text into UTF-8 characters (a truncated last sequence is kept whole).
+std::vector<Symbol> split_chars(std::string_view text) {
+  std::vector<Symbol> syms;
+  syms.reserve(text.size());
+  size_t off = 0;
+  int index = 0;
+  while (off < text.size()) {
+    size_t n = std::min(utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
+    syms.push_back({index - 1, off + n == text.size() ? -1 : index + 1, off, n});
+    off += n;
+    ++index;
+  }
+  return syms;
+}
+
+void emit_bytes(const TokenizerData& d, std::string_view s, std::vector<int32_t>& out) {
+  for (unsigned char c : s) {
+    int32_t id = d.byte_token(c);
+    if (id < 0) id = d.unk;
+    if (id >= 0) out.push_back(id);
+  }
+}
+
+// SentencePiece BPE: repeatedly merge the adjacent pair whose concatenation is the highest-scoring
+// token (ties: leftmost first).
+void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
+  std::vector<Symbol> syms = split_chars(text);
+  struct Bigram {
+    int left, right;
+    float score;
+    size_t size;
+  };
+  auto worse = [](const Bigram& a, const Bigram& b) {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  };
+  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
+  auto try_add = [&](int l, int r) {
+    if (l < 0 || r < 0) return;
+    std::string_view s = text.substr(syms[l].off, syms[l].n + syms[r].n);
+    int32_t id = d.lookup(s);
+    if (id < 0) return;
+    queue.push({l, r, d.scores[id], s.size()});
+  };
+  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
+  while (!queue.empty()) {
+    Bigram b = queue.top();
+    queue.pop();
+    Symbol& l = syms[b.left];
+    Symbol& r = syms[b.right];
+    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = b.left;
+    try_add(l.prev, b.left);
+    try_add(b.left, l.next);
+  }
+  for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
+    std::string_view s = text.substr(syms[i].off, syms[i].n);
+    int32_t id = d.lookup(s);
+    if (id >= 0) {
+      out.push_back(id);
+    } else {
+      emit_bytes(d, s, out);  // a character with no token: byte fallback
+    }
+  }
+}
+
+// BPE over one pre-token: merge the adjacent pair of lowest merge rank (ties: leftmost first).
+void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
+  if (word.empty()) return;
+  if (d.ignore_merges) {
+    int32_t id = d.lookup(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+  std::vector<Symbol> syms = split_chars(word);
+  struct Bigram {
+    int left, right;
+    int32_t rank;
+    size_t ln, rn;
+  };
+  auto worse = [](const Bigram& a, const Bigram& b) {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  };
+  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
+  auto try_add = [&](int l, int r) {
+    if (l < 0 || r < 0) return;
+    int32_t rk = d.rank(word.substr(syms[l].off, syms[l].n), word.substr(syms[r].off, syms[r].n));
+    if (rk < 0) return;
+    queue.push({l, r, rk, syms[l].n, syms[r].n});
+  };
+  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
+  while (!queue.empty()) {
+    Bigram b = queue.top();
+    queue.pop();
+    Symbol& l = syms[b.left];
+    Symbol& r = syms[b.right];
+    // Symbols keep their start offset, so equal lengths mean equal text: the pair is still current.
+    if (l.n != b.ln || r.n != b.rn || l.next != b.right) continue;
+    l.n += r.n;
+    r.n = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[r.next].prev = b.left;
+    try_add(l.prev, b.left);
+    try_add(b.left, l.next);
+  }
+  for (int i = 0; i != -1; i = syms[i].next) {
+    std::string_view s = word.substr(syms[i].off, syms[i].n);
+    int32_t id = d.lookup(s);
+    if (id >= 0) {
+      out.push_back(id);
+    } else if (!d.byte_level) {
+      emit_bytes(d, s, out);  // byte_fallback (<0xXX>), else unk
+    } else {
+      // Every GPT-2 character is normally a token; llama.cpp looks the raw bytes up and drops misses.
+      for (char c : s) {
+        int32_t bid = d.lookup(std::string_view(&c, 1));
+        if (bid >= 0) out.push_back(bid);
+      }
+    }
+  }
+}
+
+struct Fragment {
+  int32_t token;  // -1: raw text
+  size_t off, len;
+};
+
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// Splits special tokens out of the text (longest tokens first), as llama.cpp's tokenizer_st_partition.
+std::vector<Fragment> partition(const TokenizerData& d, std::string_view text, bool parse_special) {
+  std::vector<Fragment> frags;
+  if (text.empty()) return frags;
+  frags.push_back({-1, 0, text.size()});
+  std::vector<Fragment> next;
+  for (int32_t sid : d.special_cache) {
+    uint32_t attr = d.attrs[sid];
+    if (!parse_special && (attr & (kAttrControl | kAttrUnknown))) continue;
+    const std::string& st = d.tokens[sid];
+    bool any = false;
+    next.clear();
+    for (const Fragment& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      size_t off = f.off, end = f.off + f.len;
+      for (;;) {
+        size_t hit = std::string_view(text.data(), end).find(st, off);
+        if (hit == std::string_view::npos) {
+          if (off < end) next.push_back({-1, off, end - off});
+          break;
+        }
+        any = true;
+        size_t left_end = hit;
+        if (attr & kAttrLstrip)
+          while (left_end > off && is_space(text[left_end - 1])) --left_end;
+        if (left_end > off) next.push_back({-1, off, left_end - off});
+        next.push_back({sid, hit, st.size()});
+        off = hit + st.size();
+        if (attr & kAttrRstrip)
+          while (off < end && is_space(text[off])) ++off;
+        if (off >= end) break;
+      }
+    }
+    if (any) frags.swap(next);
+  }
+  return frags;
+}
+
+}  // namespace
+
+int32_t TokenizerData::rank(std::string_view a, std::string_view b) const {
+  std::string key;
+  key.reserve(a.size() + b.size() + 1);
+  key.append(a).push_back('\xff');
+  key.append(b);
+  auto it = bpe_ranks.find(key);
+  return it == bpe_ranks.end() ? -1 : it->second;
+}
+
+int32_t TokenizerData::byte_token(uint8_t b) const {
+  if (byte_level) return lookup(byte_level_encode(std::string_view(reinterpret_cast<const char*>(&b), 1)));
+  static const char* hex = "0123456789ABCDEF";
+  const char buf[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+  int32_t id = lookup(std::string_view(buf, 6));
+  if (id >= 0) return id;
+  const char one = static_cast<char>(b);
+  return lookup(std::string_view(&one, 1));  // llama.cpp's fallback: the byte itself as a token
+}
+
+void TokenizerData::finalize() {
+  const size_t n = tokens.size();
+  if (scores.empty()) scores.assign(n, 0.0f);
+  if (attrs.empty()) attrs.assign(n, kAttrNormal);
+  token_to_id.clear();
+  token_to_id.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (tokens[i].empty()) tokens[i] = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp
+    token_to_id[tokens[i]] = static_cast<int32_t>(i);
+  }
+  // End-of-generation tokens: eos/eot/eom plus the chat-turn terminators llama.cpp recognises by text.
+  static const char* eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",         "<end_of_turn>",
+                                    "<|endoftext|>", "<|eom_id|>", "<|end_of_text|>", "<EOT>",
+                                    "<|return|>",    "<|call|>",   "<end_of_utterance>"};
+  for (const char* t : eog_texts) {
+    int32_t id = lookup(t);
+    if (id >= 0) {
+      eog.insert(id);
+      if (!(attrs[id] & kAttrControl)) attrs[id] |= kAttrControl;  // llama.cpp overrides the type too
+    }
+  }
+  if (eot < 0)
+    for (const char* t : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>"}) {
+      if (int32_t id = lookup(t); id >= 0) {
+        eot = id;
+        break;
+      }
+    }
+  if (eom < 0) eom = lookup("<|eom_id|>");
+  for (int32_t id : {eos, eot, eom})
+    if (id >= 0) eog.insert(id);
+
+  special_cache.clear();
+  for (size_t i = 0; i < n; ++i)
+    if (attrs[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) special_cache.push_back(static_cast<int32_t>(i));
+  std::stable_sort(special_cache.begin(), special_cache.end(),
+                   [&](int32_t a, int32_t b) { return tokens[a].size() > tokens[b].size(); });
+
+  pieces.assign(n, std::string());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& t = tokens[i];
+    uint32_t a = attrs[i];
+    if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) {
+      pieces[i] = t;
+    } else if (a & kAttrNormal) {
+      if (kind == TokKind::Spm || escape_whitespace || unescape_pieces) {
+        pieces[i] = t;
+        replace_all(pieces[i], kSpace, " ");
+      } else if (!byte_level_decode(t, pieces[i])) {
+        pieces[i].clear();
+        pieces[i] = t;  // not GPT-2 mapped text (as HF's ByteLevel decoder): the token's own bytes
+      }
+    } else if (a & kAttrByte) {
+      int b = parse_byte_token(t);
+      if (b >= 0) {
+        pieces[i] = std::string(1, static_cast<char>(b));
+      } else if (byte_level) {
+        if (!byte_level_decode(t, pieces[i])) pieces[i].clear();
+      }
+    }
+  }
+}
+
+// ---- Tokenizer -------------------------------------------------------------------------------------
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  const TokenizerData& d = *d_;
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 4);
+  std::vector<Fragment> frags = partition(d, text, parse_special);
+  if (add_special && d.add_bos) {
+    if (d.bos < 0) throw Error(ErrorKind::Argument, "Tokenizer::encode: the vocabulary asks for a BOS token but has none; encode with add_special = false");
+    out.push_back(d.bos);
+  }
+  bool prev_special = true;  // SPM: a space before the first text fragment and after special tokens
+  for (const Fragment& f : frags) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      prev_special = true;
+      continue;
+    }
+    std::string s;
+    if (d.kind == TokKind::Spm && d.add_space_prefix && prev_special) s = " ";
+    s.append(text.substr(f.off, f.len));
+    prev_special = false;
+    if (!d.norm.empty()) s = normalize(d.norm, s);
+    if (d.kind == TokKind::Spm) {
+      replace_all(s, " ", kSpace);
+      spm_tokenize(d, s, out);
+      continue;
+    }
+    if (d.escape_whitespace) replace_all(s, " ", kSpace);
+    // Metaspace's prepend_scheme "first" prepends only to the text that starts the input.
+    std::vector<std::string> words;
+    if (!d.pre_tok.empty()) {
+      words = pre_tokenize(d.pre_tok, s, f.off == 0);
+    } else if (!s.empty()) {
+      words.push_back(std::move(s));
+    }
+    // A byte-level vocabulary whose pre-tokenizer does not map bytes (none, or a plain Split): map them here.
+    const bool map_bytes = d.byte_level && !d.pre_tok.byte_level();
+    for (const std::string& w : words) bpe_word(d, map_bytes ? byte_level_encode(w) : w, out);
+  }
+  if (add_special && d.add_eos) {
+    if (d.eos < 0) throw Error(ErrorKind::Argument, "Tokenizer::encode: the vocabulary asks for an EOS token but has none; encode with add_special = false");
+    out.push_back(d.eos);
+  }
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
+  const TokenizerData& d = *d_;
+  size_t begin = 0, end = ids.size();
+  bool remove_space = d.add_space_prefix;  // SPM: the space the encoder put in front
+  if (skip_special && d.add_bos && end > begin && ids[begin] == d.bos) {
+    remove_space = false;
+    ++begin;
+  }
+  if (skip_special && d.add_eos && end > begin && ids[end - 1] == d.eos) --end;
+  std::string text;
+  for (size_t i = begin; i < end; ++i) {
+    int32_t id = ids[i];
+    if (id < 0 || static_cast<size_t>(id) >= d.tokens.size())
+      throw Error(ErrorKind::Index, "Tokenizer::decode: token id " + std::to_string(id) + " at position " + std::to_string(i) +
+                                        " is outside the vocabulary (size " + std::to_string(d.tokens.size()) + ")");
+    if (skip_special && (d.attrs[id] & (kAttrControl | kAttrUnknown))) continue;
+    std::string_view p = d.pieces[id];
+    if (remove_space && !p.empty() && p[0] == ' ') p.remove_prefix(1);
+    remove_space = false;
+    text.append(p);
+  }
+  if (d.clean_spaces && !text.empty()) {
+    // HF's clean_up_tokenization: " ." -> ".", " ' " -> "'", " 's" -> "'s", ... (three passes as llama.cpp).
+    std::string a;
+    a.reserve(text.size());
+    a.push_back(text[0]);
+    for (size_t i = 1; i < text.size(); ++i) {
+      char x = text[i];
+      if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) a.pop_back();
+      a.push_back(x);
+    }
+    std::string b;
+    b.push_back(a[0]);
+    bool prev_dropped = false;  // llama.cpp blanks the dropped space, so it no longer reads as ' '
+    for (size_t i = 1; i < a.size(); ++i) {
+      char x = a[i];
+      if (x == '\'' && i + 1 < a.size() && !prev_dropped && a[i - 1] == ' ' && a[i + 1] == ' ') {
+        b.pop_back();
+        b.push_back(x);
+        ++i;  // drop the space after too
+        prev_dropped = true;
+        continue;
+      }
+      prev_dropped = false;
+      b.push_back(x);
+    }
+    std::string c;
+    c.push_back(b[0]);
+    for (size_t i = 1; i < b.size(); ++i) {
+      char x = b[i];
+      if (b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
+        char x1 = b[i + 1];
+        if (x1 == 's' || x1 == 'm' || (i + 2 < b.size() && ((x1 == 'r' && b[i + 2] == 'e') || (x1 == 'v' && b[i + 2] == 'e'))))
+          c.pop_back();
+      }
+      c.push_back(x);
+    }
+    text.swap(c);
+  }
+  return text;
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= d_->tokens.size())
+    throw Error(ErrorKind::Index, "Tokenizer::token_bytes: token id " + std::to_string(id) + " is outside the vocabulary (size " +
+                                      std::to_string(d_->tokens.size()) + ")");
+  return d_->pieces[id];
+}
+
+size_t Tokenizer::vocab_size() const { return d_->tokens.size(); }
+int32_t Tokenizer::bos_id() const { return d_->bos; }
+int32_t Tokenizer::eos_id() const { return d_->eos; }
+bool Tokenizer::add_bos() const { return d_->add_bos; }
+bool Tokenizer::add_eos() const { return d_->add_eos; }
+bool Tokenizer::is_eog(int32_t id) const { return d_->eog.count(id) != 0; }
+bool Tokenizer::is_special(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < d_->attrs.size() && (d_->attrs[id] & (kAttrControl | kAttrUnknown)) != 0;
+}
+std::optional<int32_t> Tokenizer::find(std::string_view token) const {
+  int32_t id = d_->lookup(token);
+  return id < 0 ? std::nullopt : std::optional<int32_t>(id);
+}
+const std::string& Tokenizer::token_text(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= d_->tokens.size())
+    throw Error(ErrorKind::Index, "Tokenizer::token_text: token id " + std::to_string(id) + " is outside the vocabulary (size " +
+                                      std::to_string(d_->tokens.size()) + ")");
+  return d_->tokens[id];
+}
+const std::string& Tokenizer::chat_template() const { return d_->chat_template; }
+const std::string& Tokenizer::model_kind() const { return d_->model_kind; }
+const std::string& Tokenizer::pre() const { return d_->pre; }
+
+// ---- StreamDecoder ---------------------------------------------------------------------------------
+
+StreamDecoder::StreamDecoder(const Tokenizer& t, bool skip_special) : t_(&t), skip_special_(skip_special) {}
+
+std::string StreamDecoder::push(int32_t id) {
+  if (!(skip_special_ && t_->is_special(id))) pending_ += t_->token_bytes(id);
+  // Hold back a trailing UTF-8 sequence whose lead byte promises more bytes than have arrived.
+  size_t n = pending_.size();
+  size_t cut = n;
+  for (size_t k = 1; k <= 3 && k <= n; ++k) {
+    unsigned char c = static_cast<unsigned char>(pending_[n - k]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: keep looking for the lead
+    size_t need = utf8_len(c);
+    if (need > k) cut = n - k;
+    break;
+  }
+  std::string out = pending_.substr(0, cut);
+  pending_.erase(0, cut);
+  return out;
+}
+
+std::string StreamDecoder::flush() {
+  std::string out;
+  out.swap(pending_);
+  return out;
+}
+
+}  // namespace wick::llm

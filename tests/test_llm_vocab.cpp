@@ -1,0 +1,189 @@
+// Parity with llama.cpp's tokenizer test data (tests/fixtures/vocab, from llama.cpp's models/): every
+// case of ggml-vocab-*.gguf.inp must encode to exactly the ids of .out, run as llama.cpp's
+// tests/test-tokenizer-0.cpp runs them (add_special = false, parse_special = false). The .out ids were
+// written by llama.cpp's test-tokenizer-0.py from the Hugging Face tokenizers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "wick/error.hpp"
+#include "wick/llm/tokenizer.hpp"
+
+using wick::llm::Tokenizer;
+
+namespace {
+
+const std::string kDir = std::string(WICK_FIXTURES) + "/vocab/";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Case {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// As test-tokenizer-0.cpp's read_tests: inputs split on "\n__ggml_vocab_test__\n", one .out line each.
+std::vector<Case> read_cases(const std::string& vocab) {
+  const std::string raw = slurp(kDir + vocab + ".inp");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> inputs;
+  size_t pos = 0;
+  while (pos < raw.size()) {
+    size_t next = raw.find(sep, pos);
+    if (next == std::string::npos) {
+      inputs.push_back(raw.substr(pos));
+      break;
+    }
+    inputs.push_back(raw.substr(pos, next - pos));
+    pos = next + sep.size();
+  }
+  std::istringstream out(slurp(kDir + vocab + ".out"));
+  std::vector<Case> cases;
+  std::string line;
+  size_t i = 0;
+  while (std::getline(out, line)) {
+    EXPECT_LT(i, inputs.size()) << vocab << ": more .out lines than inputs";
+    if (i >= inputs.size()) break;
+    Case c{inputs[i++], {}};
+    std::istringstream ls(line);
+    int32_t id;
+    while (ls >> id) c.ids.push_back(id);
+    cases.push_back(std::move(c));
+  }
+  EXPECT_EQ(cases.size(), inputs.size()) << vocab << ": input and output files have different numbers of tests";
+  return cases;
+}
+
+std::string join(const std::vector<int32_t>& v) {
+  std::string s;
+  for (int32_t x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+
+class VocabParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VocabParity, EncodesLikeLlamaCpp) {
+  const std::string vocab = GetParam();
+  Tokenizer tok = Tokenizer::load(kDir + vocab);
+  std::vector<Case> cases = read_cases(vocab);
+  ASSERT_GT(cases.size(), 10u);
+  size_t failed = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::vector<int32_t> got = tok.encode(cases[i].text, /*add_special=*/false, /*parse_special=*/false);
+    if (got != cases[i].ids) {
+      ++failed;
+      ADD_FAILURE() << vocab << " case " << i << " '" << cases[i].text << "'\n  expected: " << join(cases[i].ids)
+                    << "\n  got:      " << join(got);
+    }
+  }
+  EXPECT_EQ(failed, 0u) << "of " << cases.size() << " cases";
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, VocabParity,
+                         ::testing::Values("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf"),
+                         [](const auto& info) {
+                           std::string n = info.param.substr(11, info.param.size() - 16);  // "ggml-vocab-" ... ".gguf"
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// llama.cpp's tests/test-tokenizer-1-spm.cpp: every token's text, re-encoded (parse_special) and decoded,
+// gives that text back; so does every code point (bar surrogates, the unassigned planes 4-14 and U+2581).
+TEST(VocabRoundTrip, LlamaSpmEveryTokenAndCodePoint) {
+  Tokenizer tok = Tokenizer::load(kDir + "ggml-vocab-llama-spm.gguf");
+  ASSERT_EQ(tok.vocab_size(), 32000u);
+  for (int32_t i = 0; i < static_cast<int32_t>(tok.vocab_size()); ++i) {
+    std::string s = tok.decode({i});
+    std::string back = tok.decode(tok.encode(s, false, true));
+    ASSERT_EQ(back, s) << "token " << i;
+  }
+  for (uint32_t cp = 0; cp < 0x110000; ++cp) {
+    if ((cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x40000 && cp <= 0xE0000) || cp == 0x2581) continue;
+    std::string s = utf8(cp);
+    ASSERT_EQ(tok.decode(tok.encode(s, false, true)), s) << "code point " << cp;
+  }
+}
+
+// Byte-level BPE cannot lose bytes: any code point round-trips (qwen2 does not clean up spaces).
+TEST(VocabRoundTrip, Qwen2CodePoints) {
+  Tokenizer tok = Tokenizer::load(kDir + "ggml-vocab-qwen2.gguf");
+  for (uint32_t cp = 0; cp < 0x110000; cp += (cp < 0x10000 ? 1 : 97)) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    std::string s = utf8(cp);
+    ASSERT_EQ(tok.decode(tok.encode(s, false, false)), s) << "code point " << cp;
+  }
+}
+
+TEST(VocabMetadata, SpecialIdsAsTheFilesSay) {
+  // Ids looked up in the vocabularies (llama.cpp prints them on load): <s>=1 </s>=2 for llama-spm,
+  // <|begin_of_text|>=128000 <|end_of_text|>=128001 for llama-bpe, <|endoftext|>=151643 for qwen2.
+  Tokenizer spm = Tokenizer::load(kDir + "ggml-vocab-llama-spm.gguf");
+  EXPECT_EQ(spm.model_kind(), "llama");
+  EXPECT_EQ(spm.bos_id(), 1);
+  EXPECT_EQ(spm.eos_id(), 2);
+  EXPECT_TRUE(spm.add_bos());
+  EXPECT_TRUE(spm.is_eog(2));
+  EXPECT_EQ(spm.token_text(1), "<s>");
+  EXPECT_EQ(spm.encode("Hello", true).front(), 1);
+  Tokenizer bpe = Tokenizer::load(kDir + "ggml-vocab-llama-bpe.gguf");
+  EXPECT_EQ(bpe.model_kind(), "gpt2");
+  EXPECT_EQ(bpe.pre(), "llama-bpe");
+  EXPECT_EQ(bpe.token_text(bpe.bos_id()), "<|begin_of_text|>");
+  EXPECT_TRUE(bpe.is_eog(*bpe.find("<|eot_id|>")));
+  EXPECT_EQ(bpe.encode("<|eot_id|>", false, true), std::vector<int32_t>{*bpe.find("<|eot_id|>")});
+  Tokenizer qwen = Tokenizer::load(kDir + "ggml-vocab-qwen2.gguf");
+  EXPECT_EQ(qwen.pre(), "qwen2");
+  EXPECT_TRUE(qwen.is_eog(*qwen.find("<|im_end|>")));
+  EXPECT_TRUE(qwen.is_special(*qwen.find("<|im_end|>")));
+  EXPECT_EQ(qwen.decode(qwen.encode("<|im_end|>", false, true), /*skip_special=*/true), "");
+}
+
+// Performance: a 100 KB text encodes well under a second (no quadratic copies).
+TEST(VocabSpeed, HundredKilobytes) {
+  std::string text;
+  const std::vector<Case> cases = read_cases("ggml-vocab-llama-bpe.gguf");
+  while (text.size() < 100000)
+    for (const Case& c : cases) text += c.text + "\n";
+  for (const char* v : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf"}) {
+    Tokenizer tok = Tokenizer::load(kDir + v);
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<int32_t> ids = tok.encode(text, false);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 1.0) << v << ": " << text.size() << " bytes took " << s << " s";
+    EXPECT_GT(ids.size(), text.size() / 8);
+    std::printf("%s: %zu bytes -> %zu tokens in %.1f ms\n", v, text.size(), ids.size(), s * 1e3);
+  }
+}
+
+}  // namespace
