@@ -1,0 +1,271 @@
+// LLaMA-family models against independent references: a NumPy float64 reference of tiny models
+// (tests/fixtures/llm/dev/gen_dev.py), transformers' logits and greedy tokens and llama.cpp's logits
+// on GGUFs converted and quantized by llama.cpp's own tools (tests/fixtures/llm/gen_hf.py,
+// gen_llamacpp.sh; skipped with a message when those folders are absent).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+#include "wick/gguf.hpp"
+#include "wick/io.hpp"
+#include "wick/llm/model.hpp"
+
+namespace fs = std::filesystem;
+using namespace wick;
+using namespace wick::llm;
+
+namespace {
+
+const std::string kDev = std::string(WICK_FIXTURES) + "/llm/dev/";
+const std::string kLlm = std::string(WICK_FIXTURES) + "/llm/";
+const char* kDevModels[] = {"llama", "llama3", "qwen2", "qwen3"};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<int32_t> ids_of(const nlohmann::json& j) { return j.get<std::vector<int32_t>>(); }
+
+std::vector<double> as_f64(const Tensor& t) { return t.to_dtype(DType::F64).to_vector<double>(); }
+
+// max over positions of max|a - b| / max|b| within the position's row: the relative error the docs
+// state for logits.
+double max_rel_err(const std::vector<double>& a, const std::vector<double>& b, size_t vocab) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t r = 0; r * vocab < std::min(a.size(), b.size()); ++r) {
+    double num = 0, den = 0;
+    for (size_t i = r * vocab; i < (r + 1) * vocab; ++i) {
+      num = std::max(num, std::abs(a[i] - b[i]));
+      den = std::max(den, std::abs(b[i]));
+    }
+    worst = std::max(worst, num / den);
+  }
+  return worst;
+}
+
+// sum (a - b)^2 / sum b^2 over everything: the normalised MSE used for half-precision runs.
+double nmse(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return num / den;
+}
+
+Tensor prefill(Model& m, const std::vector<int32_t>& ids, std::optional<DType> cache_dtype = DType::F32) {
+  KvCache cache = m.make_cache(ids.size() + 4, cache_dtype);
+  return m.forward(ids, cache, /*all_logits=*/true);
+}
+
+LoadOptions f32_cpu() {
+  LoadOptions o;
+  o.dtype = DType::F32;
+  return o;
+}
+
+std::string what_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+// f32 logits of every prompt position against the float64 NumPy reference, from the safetensors
+// directory (HF layout, rotate-half) and from the GGUF (llama: permuted q/k, interleaved rope;
+// qwen: halves; llama3 scaling from config.json and from rope_freqs.weight). Measured: <= 3e-6.
+TEST(LlmModel, DevModelsMatchNumpyReference) {
+  for (const char* name : kDevModels) {
+    const std::string dir = kDev + "dev_" + name;
+    const auto ids = ids_of(read_json(dir + "/prompt.json")["prompt_ids"]);
+    const std::vector<double> want = as_f64(load_npy(dir + "/logits.npy"));
+    for (const std::string& path : {dir, dir + "/model.gguf"}) {
+      SCOPED_TRACE(path);
+      auto m = Model::load(path, f32_cpu());
+      const size_t vocab = m->config().vocab_size;
+      const Tensor got = prefill(*m, ids);
+      ASSERT_EQ(got.shape(), (Shape{ids.size(), vocab}));
+      EXPECT_EQ(got.dtype(), DType::F32);
+      const double e = max_rel_err(as_f64(got), want, vocab);
+      std::printf("%s: max rel err %.3g\n", path.c_str(), e);
+      EXPECT_LT(e, 1e-5);
+    }
+  }
+}
+
+TEST(LlmModel, ConfigFromFiles) {
+  auto q3 = Model::load(kDev + "dev_qwen3", f32_cpu());
+  const ModelConfig& c = q3->config();
+  EXPECT_EQ(c.arch, Arch::Qwen3);
+  EXPECT_EQ(c.head_dim, 16u);  // != hidden / heads = 8
+  EXPECT_EQ(c.n_kv_heads, 2u);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.tie_embeddings);
+  auto g3 = Model::load(kDev + "dev_qwen3/model.gguf", f32_cpu());
+  EXPECT_EQ(g3->config().head_dim, 16u);
+  EXPECT_TRUE(g3->config().qk_norm);
+  EXPECT_FALSE(g3->config().rope_interleaved);
+  auto l3 = Model::load(kDev + "dev_llama3/model.gguf", f32_cpu());
+  EXPECT_TRUE(l3->config().tie_embeddings);
+  EXPECT_TRUE(l3->config().rope_interleaved);
+  auto h3 = Model::load(kDev + "dev_llama3", f32_cpu());
+  EXPECT_EQ(h3->config().rope_scaling, RopeScaling::Llama3);
+  EXPECT_DOUBLE_EQ(h3->config().rope_factor, 8.0);
+  auto q2 = Model::load(kDev + "dev_qwen2/model.gguf", f32_cpu());
+  EXPECT_TRUE(q2->config().qkv_bias);
+  // Weights on the device: f32 of every parameter (the tied output counts once).
+  size_t params = 0;
+  for (const auto& n : SafeTensors::open(kDev + "dev_qwen2/model.safetensors").names()) {
+    size_t e = 1;
+    for (size_t d : SafeTensors::open(kDev + "dev_qwen2/model.safetensors").shape(n)) e *= d;
+    params += e;
+  }
+  EXPECT_EQ(q2->weight_bytes(), params * 4);
+}
+
+// Decoding one token at a time through the cache gives the batched prefill's logits, and so does a
+// prefill split in two chunks (bottom-right causal alignment with cached keys).
+TEST(LlmModel, DecodeMatchesPrefill) {
+  for (const char* name : kDevModels) {
+    SCOPED_TRACE(name);
+    const std::string dir = kDev + "dev_" + name;
+    const auto ids = ids_of(read_json(dir + "/prompt.json")["prompt_ids"]);
+    for (const std::string& path : {dir, dir + "/model.gguf"}) {
+      auto m = Model::load(path, f32_cpu());
+      const size_t V = m->config().vocab_size;
+      const std::vector<double> all = as_f64(prefill(*m, ids));
+      KvCache cache = m->make_cache(ids.size(), DType::F32);
+      std::vector<double> steps;
+      for (size_t t = 0; t < ids.size(); ++t) {
+        const Tensor l = m->forward({ids[t]}, cache);
+        ASSERT_EQ(l.shape(), (Shape{1, V}));
+        const auto v = as_f64(l);
+        steps.insert(steps.end(), v.begin(), v.end());
+        EXPECT_EQ(cache.pos(), t + 1);
+      }
+      EXPECT_LT(max_rel_err(steps, all, V), 1e-5);
+      KvCache c2 = m->make_cache(ids.size(), DType::F32);
+      const std::vector<int32_t> a(ids.begin(), ids.begin() + 5), b(ids.begin() + 5, ids.end());
+      m->forward(a, c2);
+      const auto tail = as_f64(m->forward(b, c2, true));
+      const std::vector<double> want_tail(all.begin() + 5 * V, all.end());
+      EXPECT_LT(max_rel_err(tail, want_tail, V), 1e-5);
+      // clear() starts over: the same logits again.
+      c2.clear();
+      EXPECT_LT(max_rel_err(as_f64(m->forward(ids, c2, true)), all, V), 1e-6);
+    }
+  }
+}
+
+// The default cache (f16) and an f16 / bf16 compute dtype on the CPU stay close to the reference.
+TEST(LlmModel, HalfPrecisionCloseToReference) {
+  const std::string dir = kDev + "dev_llama";
+  const auto ids = ids_of(read_json(dir + "/prompt.json")["prompt_ids"]);
+  const std::vector<double> want = as_f64(load_npy(dir + "/logits.npy"));
+  auto m = Model::load(dir, f32_cpu());
+  KvCache c = m->make_cache(32);
+  EXPECT_EQ(c.dtype(), DType::F16);
+  EXPECT_EQ(c.bytes(), 2u * 2 * 2 * 32 * 8 * 2);  // K and V, layers, kv heads, ctx, head_dim, f16
+  EXPECT_LT(nmse(as_f64(m->forward(ids, c, true)), want), 1e-5);
+  for (DType dt : {DType::F16, DType::BF16}) {
+    LoadOptions o;
+    o.dtype = dt;
+    auto h = Model::load(dir + "/model.gguf", o);
+    EXPECT_EQ(h->dtype(), dt);
+    const double e = nmse(as_f64(prefill(*h, ids, std::nullopt)), want);
+    std::printf("%s compute, %s cache: nmse %.3g\n", dtype_name(dt), dtype_name(h->make_cache(1).dtype()), e);
+    EXPECT_LT(e, dt == DType::F16 ? 1e-4 : 1e-3) << dtype_name(dt);
+  }
+}
+
+TEST(LlmModel, CacheOverflowIsAnError) {
+  auto m = Model::load(kDev + "dev_llama", f32_cpu());
+  KvCache c = m->make_cache(4);
+  m->forward({1, 2, 3}, c);
+  const std::string w = what_of([&] { m->forward({4, 5}, c); });
+  EXPECT_NE(w.find("capacity of 4"), std::string::npos) << w;
+  EXPECT_EQ(c.pos(), 3u);  // unchanged by the failed call
+  m->forward({4}, c);
+  EXPECT_EQ(c.pos(), 4u);
+  EXPECT_NE(what_of([&] { m->forward({5}, c); }).find("capacity"), std::string::npos);
+  KvCache d = m->make_cache(8);
+  EXPECT_NE(what_of([&] { m->forward({64}, d); }).find("outside the vocabulary"), std::string::npos);
+  EXPECT_NE(what_of([&] { m->forward({}, d); }).find("no tokens"), std::string::npos);
+}
+
+// A GGUF rewritten with one tensor dropped, one reshaped, or another architecture name.
+TEST(LlmModel, BadFilesNameTheProblem) {
+  const GGUFFile f = GGUFFile::open(kDev + "dev_llama/model.gguf");
+  auto rewrite = [&](const std::string& path, const std::string& arch, const std::string& drop,
+                     const std::string& reshape) {
+    std::vector<std::pair<std::string, GGUFValue>> meta;
+    for (const auto& [k, v] : f.metadata()) {
+      if (k.rfind("GGUF.", 0) == 0) continue;
+      meta.emplace_back(k, k == "general.architecture" ? GGUFValue::of_string(arch) : v);
+      if (arch != "llama" && k.rfind("llama.", 0) == 0) meta.back().first = arch + k.substr(5);
+    }
+    std::vector<std::pair<std::string, Tensor>> ts;
+    for (const auto& t : f.tensors()) {
+      if (t.name == drop) continue;
+      Tensor x = f.load(t.name);
+      if (t.name == reshape) x = x.narrow(0, 0, x.dim(0) - 1).contiguous();
+      ts.emplace_back(t.name, x);
+    }
+    save_gguf(path, meta, ts);
+  };
+  const std::string p1 = test::tmp_path("missing.gguf");
+  rewrite(p1, "llama", "blk.1.ffn_up.weight", "");
+  std::string w = what_of([&] { Model::load(p1); });
+  EXPECT_NE(w.find("missing tensor blk.1.ffn_up.weight"), std::string::npos) << w;
+  EXPECT_NE(w.find("(48, 32)"), std::string::npos) << w;
+  const std::string p2 = test::tmp_path("shape.gguf");
+  rewrite(p2, "llama", "", "blk.0.attn_k.weight");
+  w = what_of([&] { Model::load(p2); });
+  EXPECT_NE(w.find("blk.0.attn_k.weight has shape (15, 32), expected (16, 32)"), std::string::npos) << w;
+  const std::string p3 = test::tmp_path("arch.gguf");
+  rewrite(p3, "gpt2", "", "");
+  w = what_of([&] { Model::load(p3); });
+  EXPECT_NE(w.find("architecture 'gpt2' is not supported"), std::string::npos) << w;
+  // HF side: an unknown model_type, and a directory missing a tensor.
+  const fs::path d = fs::path(test::tmp_path("hf")).parent_path() / "hf_bert";
+  fs::create_directories(d);
+  nlohmann::json cfg = read_json(kDev + "dev_llama/config.json");
+  cfg["model_type"] = "bert";
+  std::ofstream(d / "config.json") << cfg.dump();
+  fs::copy_file(kDev + "dev_llama/model.safetensors", d / "model.safetensors", fs::copy_options::overwrite_existing);
+  w = what_of([&] { Model::load(d.string()); });
+  EXPECT_NE(w.find("model_type 'bert' is not supported"), std::string::npos) << w;
+  auto st = load_safetensors(kDev + "dev_llama/model.safetensors");
+  st.erase("model.layers.0.self_attn.o_proj.weight");
+  cfg["model_type"] = "llama";
+  std::ofstream(d / "config.json") << cfg.dump();
+  save_safetensors(st, (d / "model.safetensors").string());
+  w = what_of([&] { Model::load(d.string()); });
+  EXPECT_NE(w.find("missing tensor model.layers.0.self_attn.o_proj.weight"), std::string::npos) << w;
+  EXPECT_NE(what_of([&] { Model::load(kDev + "no_such_model"); }).find("no such file"), std::string::npos);
+}
+
+TEST(LlmModel, ProgressReportsEveryByte) {
+  LoadOptions o = f32_cpu();
+  std::vector<std::pair<size_t, size_t>> calls;
+  o.progress = [&](size_t done, size_t total) { calls.emplace_back(done, total); };
+  auto m = Model::load(kDev + "dev_qwen2/model.gguf", o);
+  ASSERT_FALSE(calls.empty());
+  size_t file_bytes = 0;
+  for (const auto& t : GGUFFile::open(kDev + "dev_qwen2/model.gguf").tensors()) file_bytes += t.nbytes;
+  EXPECT_EQ(calls.back().first, file_bytes);
+  EXPECT_EQ(calls.back().second, file_bytes);
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_GE(calls[i].first, calls[i - 1].first);
+}
