@@ -346,7 +346,8 @@ TEST_P(LlmGreedyParity, LlamaCppF16Gguf) {
 
 INSTANTIATE_TEST_SUITE_P(Families, LlmGreedyParity, ::testing::Values("llama2", "llama3", "mistral", "qwen2", "qwen3"));
 
-// llama-perplexity -c 128 -b 128 on apache-2.0.txt for each GGUF (fixtures/llm/llamacpp.json).
+// llama-perplexity -c 128 -b 128 on apache-2.0.txt for each GGUF: fixtures/llm/llamacpp.json, written by
+// gen_llamacpp.sh as {"<family>/<type>": {"ppl", "ppl_err", "n_ctx", "chunks"}} for <family>/model-<type>.gguf.
 TEST(LlmPerplexity, MatchesLlamaPerplexity) {
   const std::string path = kFix + "/llm/llamacpp.json";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixtures/llm/llamacpp.json not written yet (gen_llamacpp.sh)";
@@ -355,13 +356,17 @@ TEST(LlmPerplexity, MatchesLlamaPerplexity) {
   const std::string text((std::istreambuf_iterator<char>(tf)), std::istreambuf_iterator<char>());
   ASSERT_FALSE(text.empty());
   size_t checked = 0;
-  for (const auto& [name, entry] : j["perplexity"].items()) {
-    SCOPED_TRACE(name);
-    const std::string gguf = kFix + "/llm/" + entry["file"].get<std::string>();
+  for (const auto& [key, entry] : j.items()) {
+    SCOPED_TRACE(key);
+    const size_t slash = key.find('/');
+    ASSERT_NE(slash, std::string::npos);
+    const std::string gguf = kFix + "/llm/" + key.substr(0, slash) + "/model-" + key.substr(slash + 1) + ".gguf";
     auto model = Model::load(gguf);
     Tokenizer tok = Tokenizer::load(gguf);
     std::vector<int32_t> tokens = tok.encode(text, true, false);
-    PerplexityResult r = perplexity(*model, tokens, entry["ctx"].get<size_t>(), {}, tok.add_bos() ? tok.bos_id() : -1);
+    PerplexityResult r =
+        perplexity(*model, tokens, entry["n_ctx"].get<size_t>(), {}, tok.add_bos() ? tok.bos_id() : -1);
+    EXPECT_EQ(r.n_chunks, entry["chunks"].get<size_t>());
     const double want = entry["ppl"].get<double>();
     EXPECT_NEAR(r.ppl, want, 0.01 * want) << "wick " << r.ppl << " vs llama-perplexity " << want;
     ++checked;
