@@ -2,12 +2,14 @@
 // template (fixtures/chat.json, written by fixtures/gen_chat.py), plus hand-written cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "wick/error.hpp"
+#include "wick/gguf.hpp"
 #include "wick/llm/generate.hpp"
 #include "wick/llm/tokenizer.hpp"
 
@@ -107,4 +109,53 @@ TEST(LlmChat, ApplyWithTokenizer) {
   s = apply_chat_template(spm, {{"user", "Hello"}}, true, &warn);
   EXPECT_EQ(s, "user: Hello\nassistant:");
   EXPECT_NE(warn.find("plain"), std::string::npos) << warn;
+}
+
+// BOS exactly once: llama.cpp's llama-spm and llama-bpe (Llama 3) vocabularies add BOS, and their
+// templates write bos_token first; the vocab files get the family's template added (from chat.json).
+namespace {
+
+Tokenizer with_template(const std::string& vocab, const std::string& tmpl, const std::string& name) {
+  GGUFFile f = GGUFFile::open(std::string(WICK_FIXTURES) + "/vocab/" + vocab);
+  std::vector<std::pair<std::string, GGUFValue>> meta;
+  for (const auto& kv : f.metadata())
+    if (kv.first != "tokenizer.chat_template") meta.push_back(kv);
+  meta.push_back({"tokenizer.chat_template", GGUFValue::of_string(tmpl)});
+  const std::string path = ::testing::TempDir() + "/wick_chat_" + name + ".gguf";
+  save_gguf(path, meta, {});
+  return Tokenizer::load(path);
+}
+
+std::string case_template(const std::string& name) {
+  for (const auto& c : load_cases())
+    if (c["name"] == name) return c["template"];
+  ADD_FAILURE() << "no case " << name << " in chat.json";
+  return "";
+}
+
+}  // namespace
+
+TEST(LlmChat, BosOnceWhenTheTokenizerAddsIt) {
+  Tokenizer l2 = with_template("ggml-vocab-llama-spm.gguf", case_template("llama2"), "llama2");
+  ASSERT_TRUE(l2.add_bos());
+  std::vector<ChatMessage> conv = {{"user", "Hello"}, {"assistant", "Hi there"}, {"user", "Who are you"}};
+  std::string s = apply_chat_template(l2, conv, true);
+  // The template's first bos_token is the tokenizer's to add; the one inside the history stays.
+  EXPECT_EQ(s, "[INST] Hello [/INST] Hi there </s><s>[INST] Who are you [/INST]");
+  std::vector<int32_t> ids = l2.encode(s, true, true);
+  ASSERT_GE(ids.size(), 2u);
+  EXPECT_EQ(ids[0], l2.bos_id());
+  EXPECT_NE(ids[1], l2.bos_id());
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), l2.bos_id()), 2);  // the first, and the second turn's <s>
+
+  Tokenizer l3 = with_template("ggml-vocab-llama-bpe.gguf", case_template("llama3"), "llama3");
+  ASSERT_TRUE(l3.add_bos());
+  s = apply_chat_template(l3, {{"user", "Hi"}}, true);
+  EXPECT_EQ(
+      s, "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  ids = l3.encode(s, true, true);
+  ASSERT_GE(ids.size(), 2u);
+  EXPECT_EQ(ids[0], l3.bos_id());
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), l3.bos_id()), 1);
+  EXPECT_EQ(ids[1], *l3.find("<|start_header_id|>"));
 }
