@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.hpp"
 #include "wick/error.hpp"
 #include "wick/gguf.hpp"
@@ -324,3 +326,76 @@ TEST(TokenizerErrors, MalformedJson) {
 }
 
 }  // namespace
+
+// ---- transformers' ids (tests/fixtures/llm, written by gen_tokenizer.py / gen_hf.py) ----------------
+
+namespace hf {
+
+const std::string kLlm = std::string(WICK_FIXTURES) + "/llm/";
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  return nlohmann::json::parse(in);
+}
+
+std::string join(const Ids& v) {
+  std::string s;
+  for (int32_t x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+
+// tokenizer/: the SentencePiece-style tokenizer.json (Metaspace, byte fallback) all llama-family fixtures share.
+TEST(TokenizerHf, SentencePieceTokenizerJsonCases) {
+  Tokenizer t = Tokenizer::load(kLlm + "tokenizer");
+  auto cases = read_json(kLlm + "tokenizer/cases.json")["cases"];
+  ASSERT_GE(cases.size(), 10u);
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    EXPECT_EQ(join(t.encode(text, true)), join(c["ids"].get<Ids>())) << "'" << text << "'";
+    EXPECT_EQ(join(t.encode(text, false)), join(c["ids_no_special"].get<Ids>())) << "'" << text << "'";
+  }
+}
+
+// bpe/: a byte-level BPE trained by the tokenizers library; transformers parses special tokens in text.
+TEST(TokenizerHf, ByteLevelTokenizerJsonCases) {
+  Tokenizer t = Tokenizer::load(kLlm + "bpe/tokenizer.json");
+  auto cases = read_json(kLlm + "bpe/cases.json")["cases"];
+  ASSERT_GE(cases.size(), 10u);
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    Ids ids = c["ids"].get<Ids>();
+    EXPECT_EQ(join(t.encode(text, true, true)), join(ids)) << "'" << text << "'";
+    if (text.find("<|") == std::string::npos) EXPECT_EQ(t.decode(ids), text);  // byte-level: lossless
+  }
+}
+
+// Each model folder's prompt, through its tokenizer.json and through the GGUF llama.cpp converted.
+class TokenizerModelDirs : public ::testing::TestWithParam<std::string> {};
+TEST_P(TokenizerModelDirs, PromptIdsAsTransformers) {
+  const std::string dir = kLlm + GetParam();
+  auto e = read_json(dir + "/expected.json");
+  const std::string prompt = e["prompt"];
+  const Ids want = e["prompt_ids"].get<Ids>();
+  Tokenizer js = Tokenizer::load(dir);
+  EXPECT_EQ(join(js.encode(prompt, true, true)), join(want)) << "tokenizer.json of " << GetParam();
+  // Every GGUF was converted from the shared tokenizer.model (SentencePiece), so llama.cpp tokenizes the
+  // prompt as llama2's transformers tokenizer does; mistral's and qwen2's tokenizer.json were rebuilt by
+  // transformers with other rules (no "▁" prefix token; a Qwen2 tokenizer), hence their other ids.
+  const bool rebuilt = GetParam() == "mistral" || GetParam() == "qwen2";
+  const Ids want_gguf = rebuilt ? read_json(kLlm + "llama2/expected.json")["prompt_ids"].get<Ids>() : want;
+  Tokenizer gg = Tokenizer::load(dir + "/model-f16.gguf");
+  EXPECT_EQ(gg.model_kind(), "llama");
+  EXPECT_EQ(join(gg.encode(prompt, true, true)), join(want_gguf)) << "model-f16.gguf of " << GetParam();
+  EXPECT_EQ(gg.bos_id(), 1);
+  EXPECT_EQ(gg.eos_id(), 2);
+  if (!rebuilt) {
+    EXPECT_EQ(gg.vocab_size(), js.vocab_size());
+    EXPECT_EQ(js.bos_id(), 1);
+    EXPECT_EQ(js.eos_id(), 2);
+    EXPECT_EQ(gg.decode(want, true), js.decode(want, true));
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerModelDirs, ::testing::Values("llama2", "llama3", "mistral", "qwen2", "qwen3"));
+
+}  // namespace hf
