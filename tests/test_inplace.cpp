@@ -1,7 +1,9 @@
 // In-place writes (Tensor::slice_set, copy_from) and the device services added with them
 // (synchronize, peak memory) on the CPU. Expected values are written out by host loops here.
 // tests/gpu/test_gpu_inplace.cpp runs the same cases on a GPU.
+#include <algorithm>
 #include <functional>
+#include <random>
 
 #include "test_util.hpp"
 
@@ -97,6 +99,48 @@ TEST(SliceSet, ManyRunsOfRowsAndEmptySource) {
   // ... and a zero-length write changes nothing.
   view.slice_set(Tensor::zeros({70, 0, 4}, DType::F32), 1, 2);
   EXPECT_TRUE(all_close(base, want, 0, 0));
+}
+
+TEST(SliceSet, RandomViewsMatchLayoutMath) {
+  // Random bases, permuted and narrowed into views, written at random ranges; the expectation
+  // applies each element through the view's strides on a host copy of the storage.
+  std::mt19937 rng(12345);
+  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t rank = pick(1, 4);
+    Shape shape(rank);
+    for (size_t& d : shape) d = pick(1, trial % 3 == 0 && rank <= 3 ? 40 : 6);
+    Tensor base = iota(shape, 1000);
+    std::vector<double> storage = values(base);
+    std::vector<int64_t> order(rank);
+    for (size_t i = 0; i < rank; ++i) order[i] = int64_t(i);
+    std::shuffle(order.begin(), order.end(), rng);
+    Tensor view = base.permute(order);
+    for (size_t d = 0; d < rank; ++d) {
+      const size_t n = view.dim(int64_t(d)), start = pick(0, n - 1);
+      view = view.narrow(int64_t(d), start, pick(1, n - start));
+    }
+    const size_t dim = pick(0, rank - 1), n = view.dim(int64_t(dim));
+    const size_t start = pick(0, n - 1), len = pick(0, n - start);
+    Shape src_shape = view.shape();
+    src_shape[dim] = len;
+    const Tensor src = iota(src_shape);
+    view.slice_set(src, int64_t(dim), start);
+
+    const Layout& l = view.layout();
+    std::vector<size_t> idx(rank, 0);
+    for (size_t i = 0; i < src.numel(); ++i) {
+      size_t off = l.offset;
+      for (size_t d = 0; d < rank; ++d) off += (idx[d] + (d == dim ? start : 0)) * size_t(l.strides[d]);
+      storage[off] = double(i);
+      for (size_t d = rank; d-- > 0;) {
+        if (++idx[d] < src_shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    ASSERT_TRUE(all_close(base, storage, 0, 0))
+        << "trial " << trial << " view " << l.str() << " dim " << dim << " start " << start << " len " << len;
+  }
 }
 
 TEST(SliceSet, Errors) {
