@@ -55,6 +55,9 @@ struct PreTokenizer {
   // returns the whole text as one piece). Unsupported types are a wick::Error naming the type.
   static PreTokenizer from_json(std::string_view json_text);
   static PreTokenizer from_json(const nlohmann::json& j);
+  // (Text overloads spelled out: a const char* or std::string would otherwise be ambiguous with nlohmann::json.)
+  static PreTokenizer from_json(const char* json_text) { return from_json(std::string_view(json_text)); }
+  static PreTokenizer from_json(const std::string& json_text) { return from_json(std::string_view(json_text)); }
   static std::vector<std::string> gguf_names();
 
   bool byte_level() const;  // whether pieces come back in GPT-2 byte-level form
@@ -78,6 +81,8 @@ struct Normalizer {
   // From tokenizer.json's "normalizer" value: NFC, NFD, Lowercase, Prepend, Replace, Strip, Sequence (or null).
   static Normalizer from_json(std::string_view json_text);
   static Normalizer from_json(const nlohmann::json& j);
+  static Normalizer from_json(const char* json_text) { return from_json(std::string_view(json_text)); }
+  static Normalizer from_json(const std::string& json_text) { return from_json(std::string_view(json_text)); }
   bool empty() const { return steps.empty(); }
 };
 
