@@ -270,6 +270,42 @@ TEST(LlmModel, ProgressReportsEveryByte) {
   for (size_t i = 1; i < calls.size(); ++i) EXPECT_GE(calls[i].first, calls[i - 1].first);
 }
 
+// Mistral's sliding window (5 keys here, a 12-token prompt) against the NumPy reference's windowed
+// mask: one prefill (split internally), one token at a time, and a prefill that starts past the window.
+TEST(LlmModel, MistralSlidingWindow) {
+  const std::string dir = kDev + "dev_mistral_swa";
+  const auto ids = ids_of(read_json(dir + "/prompt.json")["prompt_ids"]);
+  const std::vector<double> want = as_f64(load_npy(dir + "/logits.npy"));
+  auto m = Model::load(dir, f32_cpu());
+  EXPECT_EQ(m->config().arch, Arch::Mistral);
+  EXPECT_EQ(m->config().sliding_window, 5u);
+  const size_t V = m->config().vocab_size;
+  EXPECT_LT(max_rel_err(as_f64(prefill(*m, ids)), want, V), 1e-5);
+  KvCache c = m->make_cache(ids.size(), DType::F32);
+  std::vector<double> steps;
+  for (int32_t id : ids) {
+    const auto v = as_f64(m->forward({id}, c));
+    steps.insert(steps.end(), v.begin(), v.end());
+  }
+  EXPECT_LT(max_rel_err(steps, want, V), 1e-5);
+  KvCache c2 = m->make_cache(ids.size(), DType::F32);
+  m->forward({ids.begin(), ids.begin() + 7}, c2);
+  const auto tail = as_f64(m->forward({ids.begin() + 7, ids.end()}, c2, true));
+  EXPECT_LT(max_rel_err(tail, std::vector<double>(want.begin() + 7 * V, want.end()), V), 1e-5);
+  // Last-token logits only: the last row.
+  KvCache c3 = m->make_cache(ids.size(), DType::F32);
+  EXPECT_LT(max_rel_err(as_f64(m->forward(ids, c3)), std::vector<double>(want.end() - V, want.end()), V), 1e-5);
+  // Without the window the logits past position 4 differ: the test can see it.
+  nlohmann::json cfg = read_json(dir + "/config.json");
+  cfg.erase("sliding_window");
+  const fs::path d = fs::path(test::tmp_path("x")).parent_path() / "no_window";
+  fs::create_directories(d);
+  std::ofstream(d / "config.json") << cfg.dump();
+  fs::copy_file(dir + "/model.safetensors", d / "model.safetensors", fs::copy_options::overwrite_existing);
+  auto full = Model::load(d.string(), f32_cpu());
+  EXPECT_GT(max_rel_err(as_f64(prefill(*full, ids)), want, V), 1e-3);
+}
+
 // ---- transformers and llama.cpp fixtures (tests/fixtures/llm/README.md)
 
 namespace {

@@ -214,6 +214,14 @@ ModelConfig parse_hf(const std::string& config_path) {
   c.qkv_bias = c.arch == Arch::Qwen2 || j.value("attention_bias", false);
   c.qk_norm = c.arch == Arch::Qwen3;
   c.rope_interleaved = false;
+  if (c.arch == Arch::Mistral) {
+    c.sliding_window = size("sliding_window", 0);
+  } else if (j.value("use_sliding_window", false)) {
+    // Qwen2/3's window applies from layer max_window_layers on; not implemented.
+    throw Error(ErrorKind::Unsupported, "model (" + config_path + "): use_sliding_window = true is not supported for " +
+                                            c.arch_name +
+                                            "; set it to false in config.json to run with full attention");
+  }
   check_sizes(c, config_path);
   return c;
 }

@@ -127,7 +127,27 @@ class LlamaModel : public Model {
     if (k0.device() != device_ || k0.dim(1) != c.n_kv_heads || k0.dim(3) != c.head_dim)
       throw Error(ErrorKind::Argument,
                   "Model::forward: the cache " + k0.str() + " does not fit this model; make it with make_cache()");
+    // A sliding window (Mistral): queries before position W see every earlier key, so they run as one
+    // batch; later ones one at a time over their window of keys.
+    const size_t W = c.sliding_window;
+    if (W != 0 && T > 1 && pos0 + T > W) {
+      const size_t batch = pos0 < W ? W - pos0 : 0;
+      std::vector<Tensor> rows;
+      if (batch > 0) rows.push_back(run({tokens.begin(), tokens.begin() + batch}, cache, all_logits));
+      for (size_t i = batch; i < T; ++i) rows.push_back(run({tokens[i]}, cache, all_logits || i + 1 == T));
+      if (!all_logits) return rows.back();
+      return Tensor::cat(rows, 0);
+    }
+    return run(tokens, cache, all_logits);
+  }
+
+ private:
+  Tensor run(const std::vector<int32_t>& tokens, KvCache& cache, bool all_logits) {
+    const ModelConfig& c = config_;
+    const size_t T = tokens.size(), pos0 = cache.pos();
     const DType cdt = cache.dtype();
+    // The first key a query may see: 0, or (one token past the window) pos0 + 1 - W.
+    const size_t key0 = c.sliding_window != 0 && pos0 + T > c.sliding_window ? pos0 + T - c.sliding_window : 0;
 
     const Tensor ids = Tensor::from_vector(tokens, {T}, device_);
     Tensor x = embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids);
@@ -163,7 +183,7 @@ class LlamaModel : public Model {
       Tensor& vc = cache.v(l);
       kc.slice_set(k.to_dtype(cdt), 2, pos0);
       vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos0);
-      const Tensor kv_k = kc.narrow(2, 0, pos0 + T), kv_v = vc.narrow(2, 0, pos0 + T);
+      const Tensor kv_k = kc.narrow(2, key0, pos0 + T - key0), kv_v = vc.narrow(2, key0, pos0 + T - key0);
       Tensor a = attention(q.to_dtype(cdt), kv_k, kv_v, /*causal=*/true).to_dtype(dtype_);
       a = a.transpose(1, 2).reshape({T, nh * hd});
       x = x.add(L.o.forward(a));
@@ -176,7 +196,6 @@ class LlamaModel : public Model {
     return output_.forward(x).to_dtype(DType::F32);
   }
 
- private:
   Tensor embd_, out_norm_;
   QTensor embd_q_;
   Linear output_;

@@ -37,6 +37,9 @@ struct ModelConfig {
   // GGUF llama-arch files have q/k rows permuted by convert_hf_to_gguf.py so rotary pairs are
   // interleaved (rope_i); HF checkpoints and qwen GGUFs rotate halves (rope).
   bool rope_interleaved = false;
+  // Mistral (config.json sliding_window): a query at position p sees keys p-W+1 .. p. 0: no window.
+  // GGUF files have none (llama.cpp's llama arch ignores it too).
+  size_t sliding_window = 0;
 };
 
 struct LoadOptions {
