@@ -244,6 +244,20 @@ TEST(LlmGenerate, ContextLimitAndErrors) {
   EXPECT_THROW(generate(m, spm(), {}, greedy(3), nullptr), Error);
 }
 
+TEST(LlmGenerate, ContinuesInACallersCache) {
+  std::vector<int32_t> text = spm().encode("a b c d e f g h i j k l m n o p", true);
+  ScriptedModel m(spm().vocab_size(), text);
+  KvCache cache = m.make_cache(32);
+  std::vector<int32_t> ids;
+  generate(m, spm(), cache, {text[0], text[1]}, greedy(3), nullptr, &ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{text[2], text[3], text[4]}));
+  EXPECT_EQ(cache.pos(), 4u);  // the prompt and two decode forwards; text[4] was never fed
+  ids.clear();
+  generate(m, spm(), cache, {text[4], text[5]}, greedy(2), nullptr, &ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{text[6], text[7]}));  // positions carried on from the first call
+  EXPECT_EQ(cache.pos(), 7u);
+}
+
 TEST(LlmGenerate, SeededSamplingRepeats) {
   auto run = [](uint64_t seed) {
     ScriptedModel m(512, {});

@@ -50,7 +50,9 @@ GenerateStats generate(Model& m, const Tokenizer& t, const std::vector<int32_t>&
                        std::vector<int32_t>* out_ids = nullptr);
 
 // The same, continuing in a cache the caller holds (prompt_ids go at cache.pos()); for a chat
-// that keeps its history. n_ctx and cache_dtype of the options are ignored.
+// that keeps its history. n_ctx and cache_dtype of the options are ignored. The last sampled token
+// has not been run through the model, so it is not in the cache: a continuation starts its
+// prompt_ids with it.
 GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::vector<int32_t>& prompt_ids,
                        const GenerateOptions& o, const std::function<bool(int32_t, const std::string&)>& on_token,
                        std::vector<int32_t>* out_ids = nullptr);
