@@ -98,11 +98,12 @@ struct RunArgs {
 
 int run_generate(const RunArgs& a) {
   const Device dev = parse_device(a.device);
-  llm::Tokenizer tok = llm::Tokenizer::load(a.model);
   reset_peak_memory(dev);
   auto t_load = Clock::now();
+  // The model first: its loader's messages say best what is wrong with a file.
   std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype);
   const double load_s = since(t_load);
+  llm::Tokenizer tok = llm::Tokenizer::load(a.model);
 
   std::vector<int32_t> prompt_ids;
   if (a.chat) {
@@ -214,8 +215,8 @@ int run_perplexity(const PplArgs& a) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
-  llm::Tokenizer tok = llm::Tokenizer::load(a.model);
   std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype);
+  llm::Tokenizer tok = llm::Tokenizer::load(a.model);
   // As llama-perplexity: the text encoded with BOS as the tokenizer says, and BOS as the first
   // token of every chunk when it adds one.
   std::vector<int32_t> tokens = tok.encode(text, true, false);
