@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
@@ -304,6 +306,55 @@ TEST(LlmModel, MistralSlidingWindow) {
   fs::copy_file(dir + "/model.safetensors", d / "model.safetensors", fs::copy_options::overwrite_existing);
   auto full = Model::load(d.string(), f32_cpu());
   EXPECT_GT(max_rel_err(as_f64(prefill(*full, ids)), want, V), 1e-3);
+}
+
+// A directory with the weights in two shards named by model.safetensors.index.json, stored as bf16:
+// the model loads from both files, defaults to f32 on the CPU and matches the reference to bf16's
+// weight rounding; a shard missing from the directory is an Io error.
+TEST(LlmModel, ShardedBf16Directory) {
+  const std::string src = kDev + "dev_qwen2";
+  const auto ids = ids_of(read_json(src + "/prompt.json")["prompt_ids"]);
+  const std::vector<double> want = as_f64(load_npy(src + "/logits.npy"));
+  const fs::path d = fs::path(test::tmp_path("x")).parent_path() / "sharded";
+  fs::create_directories(d);
+  fs::copy_file(src + "/config.json", d / "config.json", fs::copy_options::overwrite_existing);
+  std::map<std::string, Tensor> a, b;
+  nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", nlohmann::json::object()}};
+  for (auto& [name, t] : load_safetensors(src + "/model.safetensors")) {
+    const bool first = name.find("layers.1.") == std::string::npos;
+    (first ? a : b)[name] = t.to_dtype(DType::BF16);
+    index["weight_map"][name] = first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  }
+  save_safetensors(a, (d / "model-00001-of-00002.safetensors").string());
+  save_safetensors(b, (d / "model-00002-of-00002.safetensors").string());
+  std::ofstream(d / "model.safetensors.index.json") << index.dump();
+  auto m = Model::load(d.string());
+  EXPECT_EQ(m->dtype(), DType::F32);
+  const double e = nmse(as_f64(prefill(*m, ids)), want);
+  EXPECT_LT(e, 1e-4);  // bf16 weights (8-bit mantissa) against the f32 ones
+  EXPECT_GT(e, 1e-9);  // and they really were rounded
+  fs::remove(d / "model-00002-of-00002.safetensors");
+  const std::string w = what_of([&] { Model::load(d.string()); });
+  EXPECT_NE(w.find("model-00002-of-00002.safetensors"), std::string::npos) << w;
+}
+
+// The TinyLlama-size check (gen_hf.py --big DIR on the GPU machine; too big to commit): run with
+// WICK_LLM_BIG=DIR. f16 on the best device against transformers' f16 and f32 logits.
+TEST(LlmModel, BigModelFromEnv) {
+  const char* dir = std::getenv("WICK_LLM_BIG");
+  if (!dir || !*dir) GTEST_SKIP() << "set WICK_LLM_BIG to a folder written by gen_hf.py --big";
+  const nlohmann::json e = read_json(std::string(dir) + "/expected.json");
+  const auto ids = ids_of(e["prompt_ids"]);
+  LoadOptions o;
+  o.device = Device::best();
+  auto m = Model::load(dir, o);
+  const std::vector<double> got = as_f64(prefill(*m, ids, std::nullopt));
+  const std::vector<double> f32 = as_f64(load_npy(std::string(dir) + "/logits_f32.npy"));
+  const std::vector<double> f16 = as_f64(load_npy(std::string(dir) + "/logits_f16.npy"));
+  const double e32 = nmse(got, f32), e_hf = nmse(f16, f32);
+  std::printf("big model on %s (%s): nmse vs transformers f32 %.3g (transformers f16: %.3g), weights %.2f GiB\n",
+              m->device().name().c_str(), dtype_name(m->dtype()), e32, e_hf, m->weight_bytes() / double(1 << 30));
+  EXPECT_LT(e32, std::max(4 * e_hf, 1e-5));
 }
 
 // ---- transformers and llama.cpp fixtures (tests/fixtures/llm/README.md)
