@@ -124,6 +124,40 @@ TEST(LlmSampler, LowTemperatureSharpens) {
   expect_distribution(six_logits(), p, {{3, 0.16 / 0.2225}, {0, 0.0625 / 0.2225}});
 }
 
+TEST(LlmSampler, TopPOnALongVocabularyKeepsTiesByLowestId) {
+  // 5000 ids; the multiples of 5 (1000 ids) have logit log 2, the rest 0: masses 2/6000 and
+  // 1/6000. top_p 0.3005 needs 901.5 of the first group's 3000ths -> the 902 lowest multiples of
+  // 5 (ids 0 .. 4505), drawn uniformly. (Long enough for the histogram path of top-p.)
+  std::vector<float> l(5000, 0.0f);
+  for (size_t i = 0; i < l.size(); i += 5) l[i] = std::log(2.0f);
+  SamplingParams p = plain(1.0);
+  p.top_p = 0.3005;
+  size_t high = 0, n = 8000;
+  for (size_t i = 0; i < n; ++i) {
+    p.seed = i;
+    Sampler s(p);
+    const int32_t id = s.sample(l.data(), l.size(), {});
+    ASSERT_EQ(id % 5, 0) << id;
+    ASSERT_LE(id, 4505) << id;
+    high += id > 4000;
+  }
+  // ids 4005 .. 4505: 101 of 902 -> 0.112; 5 standard errors ~ 0.018
+  EXPECT_NEAR(double(high) / double(n), 101.0 / 902.0, 0.018);
+
+  // min_p 0.6 (floor 0.6 * p_max, above the second group's 0.5) with top_p 0.99: all 1000 multiples of 5.
+  p.top_p = 0.99;
+  p.min_p = 0.6;
+  std::set<int32_t> seen;
+  for (size_t i = 0; i < 2000; ++i) {
+    p.seed = i;
+    Sampler s(p);
+    const int32_t id = s.sample(l.data(), l.size(), {});
+    ASSERT_EQ(id % 5, 0) << id;
+    seen.insert(id);
+  }
+  EXPECT_GT(*seen.rbegin(), 4900);
+}
+
 TEST(LlmSampler, RepetitionPenaltyDividesPositiveLogits) {
   std::vector<float> l = {2.0f, 1.8f, -0.5f, -0.4f};
   SamplingParams p = plain(0.0);
