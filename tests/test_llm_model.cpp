@@ -492,6 +492,42 @@ TEST(LlmModel, TransformersLogitsGpu) {
   if (ran == 0) GTEST_SKIP() << "no transformers fixtures under " << kLlm;
 }
 
+// Quantized GGUFs on the GPU (f32 activations, f16 cache) against llama.cpp's CPU logits: position 0
+// checks the GPU's activation quantization and integer dots (CPU: 5e-7); the prompt the same bounds
+// as LlamaCppQuantizedLogits.
+TEST(LlmModel, LlamaCppQuantizedLogitsGpu) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  size_t ran = 0;
+  const std::vector<std::pair<std::string, double>> types = {{"q8_0", 4e-2}, {"q4_k_m", 6e-2}, {"q4_0", 4e-2}};
+  for (const char* name : kFamilies) {
+    const std::string dir = kLlm + name;
+    if (!have_fixture(name)) continue;
+    const auto ids = ids_of(read_json(dir + "/expected.json")["prompt_ids"]);
+    for (const auto& [t, bound] : types) {
+      const std::string gg = dir + "/model-" + t + ".gguf", ref = dir + "/llamacpp_logits_" + t + ".npy";
+      if (!fs::exists(gg) || !fs::exists(ref)) continue;
+      LoadOptions o;
+      o.device = d;
+      o.dtype = DType::F32;
+      auto m = Model::load(gg, o);
+      const size_t V = m->config().vocab_size;
+      const std::vector<double> want = as_f64(load_npy(ref));
+      const std::vector<double> got = as_f64(prefill(*m, ids, DType::F16));
+      KvCache c = m->make_cache(ids.size(), DType::F16);
+      const std::vector<double> first = as_f64(m->forward({ids[0]}, c));
+      const double e0 = max_rel_err(first, std::vector<double>(want.begin(), want.begin() + V), V);
+      const double e = max_rel_err(got, want, V);
+      std::printf("%-8s %-6s %s vs llama.cpp: position 0 (decode) %.3g, prefill %.3g\n", name, t.c_str(),
+                  d.name().c_str(), e0, e);
+      EXPECT_LT(e0, 1e-4) << name << " " << t;
+      EXPECT_LT(e, bound) << name << " " << t;
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no llama.cpp logits under " << kLlm;
+}
+
 // GGUFs (F16 from convert_hf_to_gguf.py; Q8_0, Q4_K_M, Q4_0 from llama-quantize) against llama.cpp's
 // logits for the same file on its CPU backend, with an f16 KV cache as llama.cpp's default.
 // - Position 0 (attention over one key is V itself, so rope and the q/k path drop out) must agree to
