@@ -93,6 +93,30 @@ TEST(LlmRegex, LookaheadAndAnchors) {
   EXPECT_EQ(find_all(R"(\bab)", "ab cab ab"), (Spans{{0, 2}, {7, 9}}));
 }
 
+TEST(LlmRegex, DigitGroupingFastPathsEqualTheGeneralEngine) {
+  // tiny_aya's and superbpe's patterns take a linear path (the general engine is quadratic on long digit runs);
+  // the same patterns spelled with an extra group run through the general engine and must agree.
+  const Regex fast_groups(R"(\d{1,3}(?=(?:\d{3})*\b))"), slow_groups(R"((?:\d{1,3})(?=(?:\d{3})*\b))");
+  const Regex fast_points(R"((?=(\d{3})+(?!\d)))"), slow_points(R"((?=(?:\d{3})+(?!\d)))");
+  const char* alphabet[] = {"1",           "2", "0", "a", " ", "_", ".", "\xD9\xA3" /* Arabic-Indic 3 */,
+                            "\xE2\x85\xAB" /* Nl */};
+  uint64_t state = 7;
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string t;
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const size_t len = (state >> 33) % 24;
+    for (size_t k = 0; k < len; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      t += alphabet[(state >> 33) % 9];
+    }
+    ASSERT_EQ(fast_groups.find_all(t), slow_groups.find_all(t)) << t;
+    ASSERT_EQ(fast_points.find_all(t), slow_points.find_all(t)) << t;
+  }
+  EXPECT_EQ(fast_points.find_all("1234567"), (Spans{{1, 1}, {4, 4}}));  // split before 234 and 567
+  const std::string digits(300000, '7');  // linear: the general engine would exceed its step budget here
+  EXPECT_EQ(fast_groups.find_all(digits).size(), 100000u);
+}
+
 TEST(LlmRegex, EmptyMatchesNeverLoop) {
   EXPECT_EQ(find_all("x*", "ab"), (Spans{{0, 0}, {1, 1}, {2, 2}}));
   EXPECT_EQ(find_all("(a*)*", "aab"), (Spans{{0, 2}, {3, 3}}));  // no empty match where the last one ended

@@ -100,6 +100,9 @@ struct Regex::Program {
   std::vector<CharSet> sets;
   std::vector<Inst> code;  // main program at 0; sub-programs (lookahead, atomic) after it, each ending in Match
   uint32_t n_slots = 0;
+  // Digit-grouping patterns whose backtracking is quadratic in the length of a digit run; find_all gives their
+  // exact matches directly (as llama.cpp hand-codes them too). The compiled code still validates the pattern.
+  enum class Special { None, DigitGroups, DigitSplitPoints } special = Special::None;
 };
 
 namespace {
@@ -841,8 +844,45 @@ Regex::Regex(std::string_view pattern) : pattern_(pattern) {
   Parser parser(pattern, *prog);
   std::unique_ptr<Node> root = parser.parse();
   Compiler(*prog).compile(*root);
+  if (pattern == R"(\d{1,3}(?=(?:\d{3})*\b))") prog->special = Program::Special::DigitGroups;  // tiny_aya
+  if (pattern == R"((?=(\d{3})+(?!\d)))") prog->special = Program::Special::DigitSplitPoints;  // superbpe
   prog_ = std::move(prog);
 }
+
+namespace {
+
+// The matches of the two Program::Special patterns over cps[begin, end), run by run of \d (Nd) digits [i, j):
+// \d{1,3}(?=(?:\d{3})*\b) needs a word boundary where the run ends (inside it there is none), and then groups
+// the run in threes from the right; (?=(\d{3})+(?!\d)) matches empty where a positive multiple of three digits
+// remain.
+std::vector<std::pair<size_t, size_t>> special_matches(Regex::Program::Special kind, const std::vector<uint32_t>& cps,
+                                                       size_t begin, size_t end) {
+  std::vector<std::pair<size_t, size_t>> out;
+  auto digit = [&](size_t k) { return category(cps[k]) == Category::Nd; };
+  for (size_t i = begin; i < end;) {
+    if (!digit(i)) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < end && digit(j)) ++j;
+    if (kind == Regex::Program::Special::DigitGroups) {
+      const bool boundary = j == end || !is_word(cps[j], category(cps[j]));
+      if (boundary) {
+        size_t p = i, first = (j - i) % 3 == 0 ? 3 : (j - i) % 3;
+        out.emplace_back(p, p + first);
+        for (p += first; p < j; p += 3) out.emplace_back(p, p + 3);
+      }
+    } else {
+      for (size_t p = i; p < j; ++p)
+        if ((j - p) % 3 == 0) out.emplace_back(p, p);
+    }
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::vector<uint32_t>& cps, size_t begin,
                                                        size_t end) const {
@@ -850,6 +890,7 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::vector<uint32_
   if (begin > end || end > cps.size())
     throw Error(ErrorKind::Index, "regex: find_all range [" + std::to_string(begin) + ", " + std::to_string(end) +
                                       ") outside a text of " + std::to_string(cps.size()) + " code points");
+  if (prog_->special != Program::Special::None) return special_matches(prog_->special, cps, begin, end);
   const std::vector<Category> cats = categories_of(cps, begin, end);
   Vm vm(*prog_, pattern_, cps.data(), cats.data(), begin, end, step_limit(end - begin));
   size_t pos = begin;
