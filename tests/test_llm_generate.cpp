@@ -318,13 +318,16 @@ TEST(LlmPerplexity, HandMathAndChunking) {
 
 namespace {
 
-void expect_greedy(const std::string& dir, const std::string& model_path) {
+void expect_greedy(const std::string& dir, const std::string& model_path, Device dev = Device::cpu()) {
   std::ifstream f(kFix + "/llm/" + dir + "/expected.json");
   ASSERT_TRUE(f.good()) << dir;
   nlohmann::json ex = nlohmann::json::parse(f);
   std::vector<int32_t> prompt = ex["prompt_ids"].get<std::vector<int32_t>>();
   std::vector<int32_t> want = ex["greedy_ids"].get<std::vector<int32_t>>();
-  auto model = Model::load(model_path);
+  LoadOptions lo;
+  lo.device = dev;
+  lo.dtype = DType::F32;
+  auto model = Model::load(model_path, lo);
   Tokenizer tok = Tokenizer::load(model_path);
   GenerateOptions o = greedy(want.size());
   o.stop_at_eog = false;  // transformers ran the 64 steps whatever came
@@ -338,9 +341,9 @@ void expect_greedy(const std::string& dir, const std::string& model_path) {
   while (first < ids.size() && first < want.size() && ids[first] == want[first]) ++first;
   if (first < want.size()) {
     std::vector<double> margins = ex["greedy_margins"].get<std::vector<double>>();
-    ADD_FAILURE() << model_path << ": greedy ids differ from transformers' at step " << first << " of " << want.size()
-                  << " (wick " << (first < ids.size() ? ids[first] : -1) << ", transformers " << want[first]
-                  << "; transformers' top-1 minus top-2 logit there: " << margins.at(first) << ")";
+    ADD_FAILURE() << model_path << " on " << dev.name() << ": greedy ids differ from transformers' at step " << first
+                  << " of " << want.size() << " (wick " << (first < ids.size() ? ids[first] : -1) << ", transformers "
+                  << want[first] << "; transformers' top-1 minus top-2 logit there: " << margins.at(first) << ")";
   }
 }
 
@@ -362,7 +365,7 @@ INSTANTIATE_TEST_SUITE_P(Families, LlmGreedyParity, ::testing::Values("llama2", 
 
 // llama-perplexity -c 128 -b 128 on apache-2.0.txt for each GGUF: fixtures/llm/llamacpp.json, written by
 // gen_llamacpp.sh as {"<family>/<type>": {"ppl", "ppl_err", "n_ctx", "chunks"}} for <family>/model-<type>.gguf.
-TEST(LlmPerplexity, MatchesLlamaPerplexity) {
+void expect_llama_perplexity(Device dev) {
   const std::string path = kFix + "/llm/llamacpp.json";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixtures/llm/llamacpp.json not written yet (gen_llamacpp.sh)";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
@@ -375,15 +378,62 @@ TEST(LlmPerplexity, MatchesLlamaPerplexity) {
     const size_t slash = key.find('/');
     ASSERT_NE(slash, std::string::npos);
     const std::string gguf = kFix + "/llm/" + key.substr(0, slash) + "/model-" + key.substr(slash + 1) + ".gguf";
-    auto model = Model::load(gguf);
+    LoadOptions lo;
+    lo.device = dev;  // default dtype: f32 on the CPU, f16 on a GPU
+    auto model = Model::load(gguf, lo);
     Tokenizer tok = Tokenizer::load(gguf);
     std::vector<int32_t> tokens = tok.encode(text, true, false);
     PerplexityResult r =
         perplexity(*model, tokens, entry["n_ctx"].get<size_t>(), {}, tok.add_bos() ? tok.bos_id() : -1);
     EXPECT_EQ(r.n_chunks, entry["chunks"].get<size_t>());
     const double want = entry["ppl"].get<double>();
+    std::printf("%-12s %s %s: wick PPL %.6g, llama-perplexity %.6g (%+.3f%%)\n", key.c_str(), dev.name().c_str(),
+                dtype_name(model->dtype()), r.ppl, want, 100.0 * (r.ppl / want - 1.0));
     EXPECT_NEAR(r.ppl, want, 0.01 * want) << "wick " << r.ppl << " vs llama-perplexity " << want;
     ++checked;
   }
   EXPECT_GT(checked, 0u);
+}
+
+TEST(LlmPerplexity, MatchesLlamaPerplexity) { expect_llama_perplexity(Device::cpu()); }
+
+// ---- the same on the GPU (skipped without one; the lead runs these on the GPU machine)
+
+TEST(LlmGenerateGpu, GreedyF32MatchesTransformers) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  for (const char* f : {"llama2", "llama3", "mistral", "qwen2", "qwen3"}) {
+    expect_greedy(f, kFix + "/llm/" + f, d);
+    expect_greedy(f, kFix + "/llm/" + f + "/model-f16.gguf", d);
+  }
+}
+
+// The sampler runs on the host from f32 logits, so a seed gives the same tokens on every device
+// (unless a draw lands within the devices' logit differences of a boundary: ~1e-6, negligible).
+TEST(LlmGenerateGpu, SeededSamplingSameOnCpuAndGpu) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  const std::string gguf = kFix + "/llm/llama2/model-f16.gguf";
+  Tokenizer tok = Tokenizer::load(gguf);
+  auto run = [&](Device dev) {
+    LoadOptions lo;
+    lo.device = dev;
+    lo.dtype = DType::F32;
+    auto m = Model::load(gguf, lo);
+    GenerateOptions o;
+    o.max_new_tokens = 32;
+    o.sampling.seed = 3;
+    o.stop_at_eog = false;
+    o.cache_dtype = DType::F32;
+    std::vector<int32_t> ids;
+    generate(*m, tok, tok.encode("The licence grants you", true), o, nullptr, &ids);
+    return ids;
+  };
+  EXPECT_EQ(run(Device::cpu()), run(d));
+}
+
+TEST(LlmPerplexityGpu, MatchesLlamaPerplexity) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  expect_llama_perplexity(d);
 }
