@@ -437,7 +437,8 @@ TEST(LlmGenerateGpu, SeededSamplingSameOnCpuAndGpu) {
 TEST(LlmPerplexityGpu, MatchesLlamaPerplexity) {
   const Device d = Device::best();
   if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
-  // f32 activations, as llama.cpp's CPU run: these random models' logits are large (PPL up to 3e19,
-  // mean nll ~44), where f16's rounding alone moves PPL by a few percent.
+  // The default (f16 activations on a GPU) and f32. On the CPU f16 stays within 0.05% of f32 for
+  // every fixture; bf16 moves qwen3 (PPL 3e19, logits large) by 1.0%, so it is not held to 1%.
+  expect_llama_perplexity(d);
   expect_llama_perplexity(d, DType::F32);
 }
