@@ -117,6 +117,17 @@ TEST(LlmRegex, DigitGroupingFastPathsEqualTheGeneralEngine) {
   EXPECT_EQ(fast_groups.find_all(digits).size(), 100000u);
 }
 
+TEST(LlmRegex, BraceWithoutCountIsLiteralAndFullMatch) {
+  EXPECT_EQ(find_all("a{", "a{"), (Spans{{0, 2}}));
+  EXPECT_EQ(find_all("{x}", "{x}"), (Spans{{0, 3}}));
+  EXPECT_EQ(find_all("a{,2}", "aaa"), (Spans{{0, 2}, {2, 3}}));  // no empty match where the last one ended
+  // full_match takes any path that reaches the end, not only the preferred one: "a|ab" prefers "a".
+  const Regex r("a|ab");
+  const std::vector<uint32_t> ab = {'a', 'b'};
+  EXPECT_TRUE(r.full_match(ab, 0, 2));
+  EXPECT_FALSE(Regex("a").full_match(ab, 0, 2));
+}
+
 TEST(LlmRegex, EmptyMatchesNeverLoop) {
   EXPECT_EQ(find_all("x*", "ab"), (Spans{{0, 0}, {1, 1}, {2, 2}}));
   EXPECT_EQ(find_all("(a*)*", "aab"), (Spans{{0, 2}, {3, 3}}));  // no empty match where the last one ended
@@ -141,7 +152,7 @@ TEST(LlmRegex, MalformedUtf8NeverCrashes) {
 
 TEST(LlmRegex, UnsupportedSyntaxIsAnError) {
   for (const char* bad :
-       {"(?<=a)b", "[[:alpha:]]", R"(\p{Han})", "a{2", "(ab", R"(\k)", "*a", "[a&&b]", "a)", "[abc", "x{5,2}"}) {
+       {"(?<=a)b", "[[:alpha:]]", R"(\p{Han})", "{2}", "(ab", R"(\k)", "*a", "[a&&b]", "a)", "[abc", "x{5,2}"}) {
     expect_error([&] { Regex r(bad); }, {"regex", "pattern", bad});
   }
   expect_error([] { Regex r("(?<=a)b"); }, {"at code point 2"});  // the position of "<="
@@ -305,6 +316,7 @@ TEST(LlmNormalize, JsonNormalizers) {
   EXPECT_EQ(normalize(spm, ""), "");
   EXPECT_EQ(normalize(Normalizer::from_json(R"({"type":"NFC"})"), "e\xCC\x81"), "\xC3\xA9");
   EXPECT_EQ(normalize(Normalizer::from_json(R"({"type":"NFD"})"), "\xC3\xA9"), "e\xCC\x81");
+  EXPECT_EQ(normalize(Normalizer::from_json(R"({"type":"Lowercase"})"), "\xC4\xB0"), "i\xCC\x87");  // Rust's full İ
   EXPECT_EQ(normalize(Normalizer::from_json(R"({"type":"Lowercase"})"),
                       "\xC3\x80"
                       "B"),

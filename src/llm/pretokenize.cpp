@@ -539,7 +539,9 @@ std::string normalize(const Normalizer& n, std::string_view text) {
         s = nfd(s);
         break;
       case K::Lowercase:
-        s = to_lower(s);
+        // tokenizers lowercases each char with Rust's full mapping, which differs from the simple one only for
+        // U+0130 (-> "i" U+0307).
+        s = to_lower(replace_all(s, "\xC4\xB0", "i\xCC\x87"));
         break;
       case K::Prepend:
         if (!s.empty()) s.insert(0, st.text);  // tokenizers prepends only to non-empty text

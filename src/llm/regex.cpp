@@ -203,6 +203,24 @@ class Parser {
     return n;
   }
 
+  // Whether cps_[i..] is a {n}, {n,}, {n,m} or {,m} quantifier; any other '{' is a literal (as Oniguruma).
+  bool quantifier_at(size_t i) const {
+    if (i >= cps_.size() || cps_[i] != '{') return false;
+    auto digits = [&](size_t& k) {
+      const size_t s = k;
+      while (k < cps_.size() && cps_[k] >= '0' && cps_[k] <= '9') ++k;
+      return k > s;
+    };
+    size_t k = i + 1;
+    const bool lo = digits(k);
+    bool hi = false;
+    if (k < cps_.size() && cps_[k] == ',') {
+      ++k;
+      hi = digits(k);
+    }
+    return (lo || hi) && k < cps_.size() && cps_[k] == '}';
+  }
+
   bool parse_number(size_t& v) {
     if (!(peek() >= '0' && peek() <= '9')) return false;
     v = 0;
@@ -224,11 +242,9 @@ class Parser {
         mn = 0, mx = kInf;
       } else if (eat('+')) {
         mn = 1, mx = kInf;
-      } else if (peek() == '{') {
+      } else if (quantifier_at(i_)) {
         ++i_;
-        if (!parse_number(mn)) {  // a '{' that starts no quantifier is a literal (Oniguruma, Rust reject it)
-          fail("'{' without a repeat count");
-        }
+        if (!parse_number(mn)) mn = 0;  // {,m}
         mx = mn;
         if (eat(',')) {
           if (!parse_number(mx)) mx = kInf;
@@ -290,7 +306,7 @@ class Parser {
       return assert_node(AssertKind::End);
     }
     if (c == '*' || c == '+' || c == '?') fail("quantifier with nothing to repeat");
-    if (c == '{') fail("'{' with nothing to repeat");
+    if (c == '{' && quantifier_at(i_)) fail("'{n}' with nothing to repeat");
     if (c == '\\') {
       ++i_;
       if (at_end()) fail("trailing backslash");
@@ -718,7 +734,8 @@ class Vm {
         slots_(p.n_slots, kNoPos) {}
 
   // Leftmost-first match of the program at pc starting exactly at pos; end position in out.
-  bool run(uint32_t pc0, size_t pos0, size_t& out) {
+  // need_end: only a match reaching the end of the text counts (full_match); sub-programs never need it.
+  bool run(uint32_t pc0, size_t pos0, size_t& out, bool need_end = false) {
     const size_t base = stack_.size();
     stack_.push_back({pc0, pos0, false});
     while (stack_.size() > base) {
@@ -747,6 +764,10 @@ class Vm {
             pc = in.x;
             break;
           case Op::Match:
+            if (need_end && pos != end_) {
+              ok = false;
+              break;
+            }
             out = pos;
             stack_.resize(base);  // drops pending alternatives (their slot restores are not needed)
             return true;
@@ -909,12 +930,10 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::vector<uint32_
 }
 
 bool Regex::full_match(const std::vector<uint32_t>& cps, size_t begin, size_t end) const {
-  // Anchor by searching only at begin and requiring the match to reach end: enough for the split patterns,
-  // where a shorter preferred match means the pattern does not describe the whole text.
   const std::vector<Category> cats = categories_of(cps, begin, end);
   Vm vm(*prog_, pattern_, cps.data(), cats.data(), begin, end, step_limit(end - begin));
   size_t e;
-  return vm.run(0, begin, e) && e == end;
+  return vm.run(0, begin, e, /*need_end=*/true);
 }
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {

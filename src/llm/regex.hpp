@@ -6,7 +6,8 @@
 // escaped punctuation, \p{..} / \P{..} / \pL with general categories (L Lu Ll Lt Lm Lo LC M Mn Mc Me N Nd Nl No
 // P Pc Pd Ps Pe Pi Pf Po S Sm Sc Sk So Z Zs Zl Zp C Cc Cf Cs Co Cn), classes [..] with negation, ranges, escapes
 // and \p inside, '.', groups ( ) (?: ) (?i: ) (?-i: ) (?i) (capture groups match but are not reported),
-// alternation |, quantifiers ? * + {n} {n,} {n,m} greedy, lazy (suffix ?) or possessive (suffix +), atomic groups
+// alternation |, quantifiers ? * + {n} {n,} {n,m} {,m} greedy (a '{' starting none of them is a literal), lazy (suffix
+// ?) or possessive (suffix +), atomic groups
 // (?> ), lookahead (?= ) (?! ), anchors ^ $ (start / end of the text searched) \A \z \Z.
 // Semantics follow Oniguruma/Rust with Unicode on: \s is White_Space, \d is Nd, \w is L|M|Nd|Pc; (?i) compares
 // simple case mappings. Anything else is a wick::Error naming the pattern and the position.
@@ -31,7 +32,7 @@ class Regex {
   // The same over code points cps[begin, end): offsets are code point indices into cps. The text outside
   // [begin, end) is invisible (lookahead and $ see end as the end of the text).
   std::vector<std::pair<size_t, size_t>> find_all(const std::vector<uint32_t>& cps, size_t begin, size_t end) const;
-  // Whether the whole of cps[begin, end) matches.
+  // Whether the whole of cps[begin, end) matches (some path of the pattern, not only the preferred one).
   bool full_match(const std::vector<uint32_t>& cps, size_t begin, size_t end) const;
 
   // Backtracking budget per find_all call: kStepsBase + kStepsPerChar * length. Exceeding it is a wick::Error
