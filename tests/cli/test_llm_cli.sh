@@ -55,6 +55,12 @@ if not ok:
 EOF
 fi
 
+# the default device (the first GPU where there is one): the memory report (peak on a GPU)
+expect 0 "memory: " -- run "$gguf" -p "The licence grants" -n 8
+if "$wick" info | grep -q "^devices:.*\(cuda\|rocm\)"; then
+  grep -q "peak " "$err" || { echo "FAIL: no peak memory on the GPU:"; cat "$err"; fails=$((fails + 1)); }
+fi
+
 # the same seed gives the same text
 "$wick" run "$gguf" -p "Hello" -n 12 --seed 5 --temp 1 --device cpu >"$tmpd/a" 2>/dev/null
 "$wick" run "$gguf" -p "Hello" -n 12 --seed 5 --temp 1 --device cpu >"$tmpd/b" 2>/dev/null
