@@ -5,10 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
 #include "wick/error.hpp"
@@ -53,8 +52,9 @@ Tokenizer from_meta(const Meta& m, const std::string& name = "t.gguf") {
 //  id: 0 <unk>  1 <s>  2 </s>  3 ▁  4 a  5 b  6 c  7 ▁a  8 ab  9 bc  10 ▁ab  11 abc
 //      12 <0xC3> 13 <0xA9> 14 <0x21> 15 <0xE2> 16 <0x82> 17 <0xAC> 18 <tool>
 Meta spm_meta() {
-  std::vector<std::string> toks = {"<unk>", "<s>", "</s>", S, "a", "b", "c", S + "a", "ab", "bc", S + "ab", "abc",
-                                   "<0xC3>", "<0xA9>", "<0x21>", "<0xE2>", "<0x82>", "<0xAC>", "<tool>"};
+  std::vector<std::string> toks = {"<unk>",  "<s>",    "</s>",   S,        "a",     "b",      "c",
+                                   S + "a",  "ab",     "bc",     S + "ab", "abc",   "<0xC3>", "<0xA9>",
+                                   "<0x21>", "<0xE2>", "<0x82>", "<0xAC>", "<tool>"};
   std::vector<float> scores = {0, 0, 0, -1, -2, -3, -4, -5, -1.5f, -1.0f, -0.5f, -6, 0, 0, 0, 0, 0, 0, 0};
   std::vector<int32_t> types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 6, 6, 6, 6, 4};
   return {{"tokenizer.ggml.model", GGUFValue::of_string("llama")},
@@ -148,13 +148,14 @@ TEST(TokenizerStream, HoldsBackSplitUtf8) {
 //  merges (rank order): "a b", "Ġ a", "ab c", "Ġ ."
 const std::string G = "\xC4\xA0";
 Meta bpe_meta(const std::string& pre) {
-  return {{"tokenizer.ggml.model", GGUFValue::of_string("gpt2")},
-          {"tokenizer.ggml.pre", GGUFValue::of_string(pre)},
-          {"tokenizer.ggml.tokens", strings({"a", "b", "c", G, "ab", G + "a", "abc", G + "ab", "<|end|>", ".", G + "."})},
-          {"tokenizer.ggml.token_type", ints({1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1})},
-          {"tokenizer.ggml.merges", strings({"a b", G + " a", "ab c", G + " ."})},
-          {"tokenizer.ggml.eos_token_id", GGUFValue::of_u32(8)},
-          {"tokenizer.ggml.bos_token_id", GGUFValue::of_u32(8)}};
+  return {
+      {"tokenizer.ggml.model", GGUFValue::of_string("gpt2")},
+      {"tokenizer.ggml.pre", GGUFValue::of_string(pre)},
+      {"tokenizer.ggml.tokens", strings({"a", "b", "c", G, "ab", G + "a", "abc", G + "ab", "<|end|>", ".", G + "."})},
+      {"tokenizer.ggml.token_type", ints({1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 1})},
+      {"tokenizer.ggml.merges", strings({"a b", G + " a", "ab c", G + " ."})},
+      {"tokenizer.ggml.eos_token_id", GGUFValue::of_u32(8)},
+      {"tokenizer.ggml.bos_token_id", GGUFValue::of_u32(8)}};
 }
 
 TEST(TokenizerBpe, MergesByRank) {
@@ -193,7 +194,8 @@ void expect_error(F&& f, const std::vector<std::string>& parts) {
     f();
     ADD_FAILURE() << "no wick::Error thrown";
   } catch (const wick::Error& e) {
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << "\n lacks: " << p;
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << "\n lacks: " << p;
   }
 }
 
@@ -216,8 +218,11 @@ TEST(TokenizerErrors, MalformedGguf) {
   expect_error([] { from_meta(with(spm_meta(), "tokenizer.ggml.model", GGUFValue::of_string("bert"))); },
                {"'bert'", "not supported", "'llama'", "'gpt2'"});
   expect_error([] { from_meta(without(spm_meta(), "tokenizer.ggml.tokens")); }, {"tokenizer.ggml.tokens", "missing"});
-  expect_error([] { from_meta(with(spm_meta(), "tokenizer.ggml.scores", floats({1, 2}))); },
-               {"tokenizer.ggml.scores", "2 entries for 19 tokens"});
+  expect_error(
+      [] {
+        from_meta(with(spm_meta(), "tokenizer.ggml.scores", floats({1, 2})));
+      },
+      {"tokenizer.ggml.scores", "2 entries for 19 tokens"});
   expect_error([] { from_meta(with(spm_meta(), "tokenizer.ggml.token_type", floats(std::vector<float>(19, 1.0f)))); },
                {"tokenizer.ggml.token_type", "f32"});
   expect_error([] { from_meta(with(spm_meta(), "tokenizer.ggml.token_type", ints(std::vector<int32_t>(19, 9)))); },
@@ -226,7 +231,8 @@ TEST(TokenizerErrors, MalformedGguf) {
                {"tokenizer.ggml.eos_token_id", "19", "outside the vocabulary (19 tokens)"});
   expect_error([] { from_meta(with(spm_meta(), "tokenizer.ggml.tokens", GGUFValue::of_string("a"))); },
                {"tokenizer.ggml.tokens", "is string"});
-  expect_error([] { from_meta(without(bpe_meta("default"), "tokenizer.ggml.merges")); }, {"tokenizer.ggml.merges", "missing"});
+  expect_error([] { from_meta(without(bpe_meta("default"), "tokenizer.ggml.merges")); },
+               {"tokenizer.ggml.merges", "missing"});
   expect_error([] { from_meta(with(bpe_meta("default"), "tokenizer.ggml.merges", strings({"ab"}))); },
                {"tokenizer.ggml.merges", "entry 0 'ab'"});
   expect_error([] { from_meta(with(bpe_meta("default"), "tokenizer.ggml.pre", GGUFValue::of_string("no-such-pre"))); },
@@ -396,6 +402,7 @@ TEST_P(TokenizerModelDirs, PromptIdsAsTransformers) {
     EXPECT_EQ(gg.decode(want, true), js.decode(want, true));
   }
 }
-INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerModelDirs, ::testing::Values("llama2", "llama3", "mistral", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerModelDirs,
+                         ::testing::Values("llama2", "llama3", "mistral", "qwen2", "qwen3"));
 
 }  // namespace hf

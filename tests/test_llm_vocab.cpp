@@ -90,7 +90,8 @@ TEST_P(VocabParity, EncodesLikeLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, VocabParity,
-                         ::testing::Values("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-qwen2.gguf"),
+                         ::testing::Values("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf",
+                                           "ggml-vocab-qwen2.gguf"),
                          [](const auto& info) {
                            std::string n = info.param.substr(11, info.param.size() - 16);  // "ggml-vocab-" ... ".gguf"
                            for (char& c : n)

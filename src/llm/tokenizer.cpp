@@ -263,8 +263,8 @@ void TokenizerData::finalize() {
     token_to_id[tokens[i]] = static_cast<int32_t>(i);
   }
   // End-of-generation tokens: eos/eot/eom plus the chat-turn terminators llama.cpp recognises by text.
-  static const char* eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",         "<end_of_turn>",
-                                    "<|endoftext|>", "<|eom_id|>", "<|end_of_text|>", "<EOT>",
+  static const char* eog_texts[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",           "<end_of_turn>",
+                                    "<|endoftext|>", "<|eom_id|>", "<|end_of_text|>",   "<EOT>",
                                     "<|return|>",    "<|call|>",   "<end_of_utterance>"};
   for (const char* t : eog_texts) {
     int32_t id = lookup(t);
@@ -323,7 +323,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   out.reserve(text.size() / 3 + 4);
   std::vector<Fragment> frags = partition(d, text, parse_special);
   if (add_special && d.add_bos) {
-    if (d.bos < 0) throw Error(ErrorKind::Argument, "Tokenizer::encode: the vocabulary asks for a BOS token but has none; encode with add_special = false");
+    if (d.bos < 0)
+      throw Error(
+          ErrorKind::Argument,
+          "Tokenizer::encode: the vocabulary asks for a BOS token but has none; encode with add_special = false");
     out.push_back(d.bos);
   }
   bool prev_special = true;  // SPM: a space before the first text fragment and after special tokens
@@ -356,7 +359,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     for (const std::string& w : words) bpe_word(d, map_bytes ? byte_level_encode(w) : w, out);
   }
   if (add_special && d.add_eos) {
-    if (d.eos < 0) throw Error(ErrorKind::Argument, "Tokenizer::encode: the vocabulary asks for an EOS token but has none; encode with add_special = false");
+    if (d.eos < 0)
+      throw Error(
+          ErrorKind::Argument,
+          "Tokenizer::encode: the vocabulary asks for an EOS token but has none; encode with add_special = false");
     out.push_back(d.eos);
   }
   return out;
@@ -375,8 +381,9 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   for (size_t i = begin; i < end; ++i) {
     int32_t id = ids[i];
     if (id < 0 || static_cast<size_t>(id) >= d.tokens.size())
-      throw Error(ErrorKind::Index, "Tokenizer::decode: token id " + std::to_string(id) + " at position " + std::to_string(i) +
-                                        " is outside the vocabulary (size " + std::to_string(d.tokens.size()) + ")");
+      throw Error(ErrorKind::Index, "Tokenizer::decode: token id " + std::to_string(id) + " at position " +
+                                        std::to_string(i) + " is outside the vocabulary (size " +
+                                        std::to_string(d.tokens.size()) + ")");
     if (skip_special && (d.attrs[id] & (kAttrControl | kAttrUnknown))) continue;
     std::string_view p = d.pieces[id];
     if (remove_space && !p.empty() && p[0] == ' ') p.remove_prefix(1);
@@ -414,7 +421,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
       char x = b[i];
       if (b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
         char x1 = b[i + 1];
-        if (x1 == 's' || x1 == 'm' || (i + 2 < b.size() && ((x1 == 'r' && b[i + 2] == 'e') || (x1 == 'v' && b[i + 2] == 'e'))))
+        if (x1 == 's' || x1 == 'm' ||
+            (i + 2 < b.size() && ((x1 == 'r' && b[i + 2] == 'e') || (x1 == 'v' && b[i + 2] == 'e'))))
           c.pop_back();
       }
       c.push_back(x);
@@ -426,8 +434,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
 
 std::string Tokenizer::token_bytes(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= d_->tokens.size())
-    throw Error(ErrorKind::Index, "Tokenizer::token_bytes: token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                                      std::to_string(d_->tokens.size()) + ")");
+    throw Error(ErrorKind::Index, "Tokenizer::token_bytes: token id " + std::to_string(id) +
+                                      " is outside the vocabulary (size " + std::to_string(d_->tokens.size()) + ")");
   return d_->pieces[id];
 }
 
@@ -446,8 +454,8 @@ std::optional<int32_t> Tokenizer::find(std::string_view token) const {
 }
 const std::string& Tokenizer::token_text(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= d_->tokens.size())
-    throw Error(ErrorKind::Index, "Tokenizer::token_text: token id " + std::to_string(id) + " is outside the vocabulary (size " +
-                                      std::to_string(d_->tokens.size()) + ")");
+    throw Error(ErrorKind::Index, "Tokenizer::token_text: token id " + std::to_string(id) +
+                                      " is outside the vocabulary (size " + std::to_string(d_->tokens.size()) + ")");
   return d_->tokens[id];
 }
 const std::string& Tokenizer::chat_template() const { return d_->chat_template; }

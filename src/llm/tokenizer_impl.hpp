@@ -46,13 +46,12 @@ struct TokenizerData {
   int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1, pad = -1;
   std::unordered_set<int32_t> eog;
   bool add_bos = false, add_eos = false;
-  bool add_space_prefix = false;    // SPM: a space before the text (and after each special token)
-  bool escape_whitespace = false;   // BPE over U+2581-escaped text (llama-hf style tokenizer.json)
-  bool byte_level = false;          // BPE over GPT-2's byte->unicode map
-  bool unescape_pieces = false;     // BPE: decoded pieces turn U+2581 into spaces (SentencePiece-style)
-  bool clean_spaces = false;        // decode: HF's clean_up_tokenization_spaces
-  bool ignore_merges = false;       // BPE: a whole pre-token that is in the vocab is taken as is
-  bool remove_extra_whitespace = false;
+  bool add_space_prefix = false;   // SPM: a space before the text (and after each special token)
+  bool escape_whitespace = false;  // BPE over U+2581-escaped text (llama-hf style tokenizer.json)
+  bool byte_level = false;         // BPE over GPT-2's byte->unicode map
+  bool unescape_pieces = false;    // BPE: decoded pieces turn U+2581 into spaces (SentencePiece-style)
+  bool clean_spaces = false;       // decode: HF's clean_up_tokenization_spaces
+  bool ignore_merges = false;      // BPE: a whole pre-token that is in the vocab is taken as is
   std::string chat_template;
 
   // Special/user-defined tokens split out of the text before tokenizing, longest first.

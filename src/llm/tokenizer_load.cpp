@@ -2,10 +2,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "llm/tokenizer_impl.hpp"
 #include "wick/error.hpp"
@@ -21,19 +20,36 @@ namespace {
 
 // Per-pre-tokenizer decoding/merging flags, as llama.cpp's llama_vocab::impl::load sets them.
 void apply_pre_flags(TokenizerData& d) {
-  static const std::set<std::string> ignore_merges = {"llama3",   "llama-v3",  "llama-bpe", "falcon3", "falcon-h1",
-                                                      "pixtral",  "midm-2.0",  "lfm2",      "tekken",  "minicpm5",
-                                                      "youtu",    "jina-v5-nano", "granite-embed-multi-97m"};
-  static const std::set<std::string> add_bos = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral",
-                                                "midm-2.0", "lfm2", "jina-v5-nano", "tekken", "chameleon"};
-  static const std::set<std::string> keep_spaces = {
-      "deepseek-llm", "deepseek-coder", "deepseek-v3", "spark2_5",      "youtu",    "sarvam-moe", "command-r",
-      "qwen2",        "deepseek-r1-qwen", "kormo",     "f2llmv2",       "qwen35",   "poro-chat",  "viking",
-      "tekken",       "smollm",         "chameleon",   "gpt-4o",        "llama4",   "kanana2",    "talkie",
-      "tiny_aya",     "cohere2moe",     "superbpe",    "trillion",      "granite-docling", "bailingmoe",
-      "bailingmoe2",  "llada-moe",      "seed-coder",  "hunyuan",       "hunyuan-dense", "hy_v4",  "joyai-llm",
-      "kimi-k2",      "ufakzeka",       "grok-2",      "afmoe",         "laguna",   "minimax-m2", "solar-open",
-      "granite-embed-multi-97m"};
+  static const std::set<std::string> ignore_merges = {"llama3",
+                                                      "llama-v3",
+                                                      "llama-bpe",
+                                                      "falcon3",
+                                                      "falcon-h1",
+                                                      "pixtral",
+                                                      "midm-2.0",
+                                                      "lfm2",
+                                                      "tekken",
+                                                      "minicpm5",
+                                                      "youtu",
+                                                      "jina-v5-nano",
+                                                      "granite-embed-multi-97m"};
+  static const std::set<std::string> add_bos = {"llama3",       "llama-v3", "llama-bpe", "falcon3",
+                                                "falcon-h1",    "pixtral",  "midm-2.0",  "lfm2",
+                                                "jina-v5-nano", "tekken",   "chameleon"};
+  static const std::set<std::string> keep_spaces = {"deepseek-llm", "deepseek-coder",  "deepseek-v3",
+                                                    "spark2_5",     "youtu",           "sarvam-moe",
+                                                    "command-r",    "qwen2",           "deepseek-r1-qwen",
+                                                    "kormo",        "f2llmv2",         "qwen35",
+                                                    "poro-chat",    "viking",          "tekken",
+                                                    "smollm",       "chameleon",       "gpt-4o",
+                                                    "llama4",       "kanana2",         "talkie",
+                                                    "tiny_aya",     "cohere2moe",      "superbpe",
+                                                    "trillion",     "granite-docling", "bailingmoe",
+                                                    "bailingmoe2",  "llada-moe",       "seed-coder",
+                                                    "hunyuan",      "hunyuan-dense",   "hy_v4",
+                                                    "joyai-llm",    "kimi-k2",         "ufakzeka",
+                                                    "grok-2",       "afmoe",           "laguna",
+                                                    "minimax-m2",   "solar-open",      "granite-embed-multi-97m"};
   d.ignore_merges = ignore_merges.count(d.pre) != 0;
   d.add_bos = add_bos.count(d.pre) != 0;
   d.clean_spaces = keep_spaces.count(d.pre) == 0;
@@ -42,17 +58,19 @@ void apply_pre_flags(TokenizerData& d) {
 const GGUFValue* find_typed(const GGUFFile& f, const std::string& key, GGUFType type) {
   const GGUFValue* v = f.find(key);
   if (v && v->type != type)
-    bad("GGUF key " + key, std::string("is ") + gguf_type_name(v->type) + ", expected " + gguf_type_name(type) +
-                               "; the file was not written by a known converter (re-convert it with llama.cpp's convert_hf_to_gguf.py)");
+    bad("GGUF key " + key,
+        std::string("is ") + gguf_type_name(v->type) + ", expected " + gguf_type_name(type) +
+            "; the file was not written by a known converter (re-convert it with llama.cpp's convert_hf_to_gguf.py)");
   return v;
 }
 
-const std::vector<GGUFValue>& array_of(const GGUFFile& f, const std::string& key, std::initializer_list<GGUFType> elem) {
+const std::vector<GGUFValue>& array_of(const GGUFFile& f, const std::string& key,
+                                       std::initializer_list<GGUFType> elem) {
   const GGUFValue* v = find_typed(f, key, GGUFType::Array);
   if (!v) bad("GGUF key " + key, "is missing (needed by this tokenizer model)");
   if (std::find(elem.begin(), elem.end(), v->elem_type) == elem.end())
-    bad("GGUF key " + key, std::string("is an array of ") + gguf_type_name(v->elem_type) + ", expected " +
-                               gguf_type_name(*elem.begin()));
+    bad("GGUF key " + key,
+        std::string("is an array of ") + gguf_type_name(v->elem_type) + ", expected " + gguf_type_name(*elem.begin()));
   return v->array;
 }
 
@@ -96,7 +114,8 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
     d->kind = TokKind::Bpe;
     d->byte_level = true;
   } else {
-    bad("GGUF key tokenizer.ggml.model", "= '" + d->model_kind + "' is not supported (supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE))");
+    bad("GGUF key tokenizer.ggml.model",
+        "= '" + d->model_kind + "' is not supported (supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE))");
   }
   if (const GGUFValue* pre = find_typed(f, "tokenizer.ggml.pre", GGUFType::String)) d->pre = pre->s;
 
@@ -109,21 +128,26 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
   if (f.find("tokenizer.ggml.scores")) {
     const auto& sc = array_of(f, "tokenizer.ggml.scores", {GGUFType::F32, GGUFType::I32});
     if (sc.size() != n)
-      bad("GGUF key tokenizer.ggml.scores", "has " + std::to_string(sc.size()) + " entries for " + std::to_string(n) + " tokens");
+      bad("GGUF key tokenizer.ggml.scores",
+          "has " + std::to_string(sc.size()) + " entries for " + std::to_string(n) + " tokens");
     d->scores.reserve(n);
-    for (const auto& s : sc) d->scores.push_back(s.type == GGUFType::F32 ? static_cast<float>(s.f) : static_cast<float>(s.i));
+    for (const auto& s : sc)
+      d->scores.push_back(s.type == GGUFType::F32 ? static_cast<float>(s.f) : static_cast<float>(s.i));
   }
   if (f.find("tokenizer.ggml.token_type")) {
     const auto& tt = array_of(f, "tokenizer.ggml.token_type", {GGUFType::I32});
     if (tt.size() != n)
-      bad("GGUF key tokenizer.ggml.token_type", "has " + std::to_string(tt.size()) + " entries for " + std::to_string(n) + " tokens");
+      bad("GGUF key tokenizer.ggml.token_type",
+          "has " + std::to_string(tt.size()) + " entries for " + std::to_string(n) + " tokens");
     d->attrs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       // GGUF token types: 1 normal, 2 unknown, 3 control, 4 user_defined, 5 unused, 6 byte (0: undefined).
-      static const uint32_t map[] = {kAttrUndefined, kAttrNormal, kAttrUnknown, kAttrControl, kAttrUserDefined, kAttrUnused, kAttrByte};
+      static const uint32_t map[] = {kAttrUndefined,   kAttrNormal, kAttrUnknown, kAttrControl,
+                                     kAttrUserDefined, kAttrUnused, kAttrByte};
       int64_t t = tt[i].i;
       if (t < 0 || t > 6)
-        bad("GGUF key tokenizer.ggml.token_type", "entry " + std::to_string(i) + " = " + std::to_string(t) + " is not a token type (0..6)");
+        bad("GGUF key tokenizer.ggml.token_type",
+            "entry " + std::to_string(i) + " = " + std::to_string(t) + " is not a token type (0..6)");
       d->attrs.push_back(map[t]);
     }
   }
@@ -152,11 +176,20 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
   }
   d->eot = token_id_key(f, "tokenizer.ggml.eot_token_id", -1, n);
   d->eom = token_id_key(f, "tokenizer.ggml.eom_token_id", -1, n);
-  d->pad = token_id_key(f, "tokenizer.ggml.padding_token_id", -1, n);
+  // The padding id plays no part in generation; some converters write one past the vocabulary, so an
+  // out-of-range value is dropped rather than refusing the whole model.
+  if (const GGUFValue* pad = f.find("tokenizer.ggml.padding_token_id");
+      pad && pad->type != GGUFType::Array && pad->type != GGUFType::String) {
+    try {
+      int64_t id = pad->as_i64();
+      d->pad = id >= 0 && static_cast<uint64_t>(id) < n ? static_cast<int32_t>(id) : -1;
+    } catch (const Error&) {
+      d->pad = -1;
+    }
+  }
   d->add_bos = bool_key(f, "tokenizer.ggml.add_bos_token", d->add_bos);
   d->add_eos = bool_key(f, "tokenizer.ggml.add_eos_token", d->add_eos);
   d->add_space_prefix = bool_key(f, "tokenizer.ggml.add_space_prefix", d->add_space_prefix);
-  d->remove_extra_whitespace = bool_key(f, "tokenizer.ggml.remove_extra_whitespaces", false);
   if (const GGUFValue* ct = find_typed(f, "tokenizer.chat_template", GGUFType::String)) d->chat_template = ct->s;
   d->finalize();
   return Tokenizer(std::move(d));
@@ -178,7 +211,8 @@ void template_ends(const json& pp, const TokenizerData& d, int32_t& first, int32
   std::string type = pp.value("type", "");
   if (type == "Sequence" && pp.contains("processors") && pp["processors"].is_array()) {
     for (const auto& p : pp["processors"]) template_ends(p, d, first, last);
-  } else if (type == "TemplateProcessing" && pp.contains("single") && pp["single"].is_array() && !pp["single"].empty()) {
+  } else if (type == "TemplateProcessing" && pp.contains("single") && pp["single"].is_array() &&
+             !pp["single"].empty()) {
     auto special = [&](const json& item) -> int32_t {
       if (!item.is_object() || !item.contains("SpecialToken")) return -1;
       const json& st = item["SpecialToken"];
@@ -187,8 +221,12 @@ void template_ends(const json& pp, const TokenizerData& d, int32_t& first, int32
     first = special(pp["single"].front());
     last = pp["single"].size() > 1 ? special(pp["single"].back()) : -1;
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {
-    first = d.lookup(pp.contains("cls") && pp["cls"].is_array() && !pp["cls"].empty() && pp["cls"][0].is_string() ? pp["cls"][0].get<std::string>() : "");
-    last = d.lookup(pp.contains("sep") && pp["sep"].is_array() && !pp["sep"].empty() && pp["sep"][0].is_string() ? pp["sep"][0].get<std::string>() : "");
+    first = d.lookup(pp.contains("cls") && pp["cls"].is_array() && !pp["cls"].empty() && pp["cls"][0].is_string()
+                         ? pp["cls"][0].get<std::string>()
+                         : "");
+    last = d.lookup(pp.contains("sep") && pp["sep"].is_array() && !pp["sep"].empty() && pp["sep"][0].is_string()
+                        ? pp["sep"][0].get<std::string>()
+                        : "");
   }
 }
 
@@ -212,14 +250,16 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   } catch (const json::exception& e) {
     bad(where, std::string("is not valid JSON: ") + e.what());
   }
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) bad(where, "has no \"model\" object (not a tokenizer.json)");
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
+    bad(where, "has no \"model\" object (not a tokenizer.json)");
   const json& m = j["model"];
   std::string type = m.value("type", mentions_type(m, "BPE") || m.contains("merges") ? "BPE" : "");
   if (type != "BPE") bad(where, "model.type '" + type + "' is not supported (supported: BPE)");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (m.contains(k) && !m[k].is_null() && !(m[k].is_string() && m[k].get<std::string>().empty()))
       bad(where, std::string("model.") + k + " is set; BPE with subword prefixes/suffixes is not supported");
-  if (!m.contains("vocab") || !m["vocab"].is_object()) bad(where, "model.vocab is missing or not an object of token -> id");
+  if (!m.contains("vocab") || !m["vocab"].is_object())
+    bad(where, "model.vocab is missing or not an object of token -> id");
 
   auto d = std::make_shared<TokenizerData>();
   d->kind = TokKind::Bpe;
@@ -240,10 +280,11 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
     if (!j["added_tokens"].is_array()) bad(where, "added_tokens is not an array");
     for (size_t i = 0; i < j["added_tokens"].size(); ++i) {
       const json& a = j["added_tokens"][i];
-      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") || !a["content"].is_string())
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+          !a["content"].is_string())
         bad(where, "added_tokens[" + std::to_string(i) + "] needs an integer \"id\" and a string \"content\"");
-      added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(), a.value("special", false), a.value("lstrip", false),
-                       a.value("rstrip", false)});
+      added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(), a.value("special", false),
+                       a.value("lstrip", false), a.value("rstrip", false)});
     }
   }
   int64_t max_id = -1;
@@ -255,7 +296,8 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
     if (a.id < 0) bad(where, "added token '" + a.content + "' has a negative id");
   if (max_id < 0) bad(where, "model.vocab is empty");
   if (max_id > 16 * int64_t(entries.size() + added.size()) + 1024)
-    bad(where, "token ids go up to " + std::to_string(max_id) + " for " + std::to_string(entries.size() + added.size()) + " tokens");
+    bad(where, "token ids go up to " + std::to_string(max_id) + " for " +
+                   std::to_string(entries.size() + added.size()) + " tokens");
   const size_t n = static_cast<size_t>(max_id) + 1;
   d->tokens.assign(n, std::string());
   d->attrs.assign(n, kAttrUnused);  // ids no entry names stay unused
@@ -267,7 +309,8 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   }
   for (const auto& a : added) {
     d->tokens[a.id] = a.content;
-    d->attrs[a.id] = (a.special ? kAttrControl : kAttrUserDefined) | (a.lstrip ? kAttrLstrip : 0u) | (a.rstrip ? kAttrRstrip : 0u);
+    d->attrs[a.id] =
+        (a.special ? kAttrControl : kAttrUserDefined) | (a.lstrip ? kAttrLstrip : 0u) | (a.rstrip ? kAttrRstrip : 0u);
   }
   for (size_t i = 0; i < n; ++i)
     if (d->tokens[i].empty()) d->tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
@@ -283,7 +326,8 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
       if (ms[i].is_string()) {
         const std::string& s = ms[i].get_ref<const std::string&>();
         size_t sp = s.find(' ', 1);
-        if (sp == std::string::npos) bad(where, "model.merges[" + std::to_string(i) + "] '" + s + "' is not 'left right'");
+        if (sp == std::string::npos)
+          bad(where, "model.merges[" + std::to_string(i) + "] '" + s + "' is not 'left right'");
         l = s.substr(0, sp);
         r = s.substr(sp + 1);
       } else if (ms[i].is_array() && ms[i].size() == 2 && ms[i][0].is_string() && ms[i][1].is_string()) {
@@ -369,7 +413,10 @@ Tokenizer Tokenizer::load(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(p, ec)) {
     if (fs::exists(p / "tokenizer.json")) return Tokenizer(from_json(p / "tokenizer.json"));
-    throw Error(ErrorKind::Io, "Tokenizer::load: directory " + path + " holds no tokenizer.json (a Hugging Face model directory or a .gguf file is expected)");
+    throw Error(ErrorKind::Io,
+                "Tokenizer::load: directory " + path +
+                    " holds no tokenizer.json (a SentencePiece tokenizer.model alone is not read: convert it with"
+                    " transformers' AutoTokenizer.from_pretrained(dir).save_pretrained(dir), or pass a .gguf file)");
   }
   if (!fs::exists(p, ec)) throw Error(ErrorKind::Io, "Tokenizer::load: " + path + " does not exist");
   char magic[4] = {0, 0, 0, 0};
