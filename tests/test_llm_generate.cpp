@@ -229,6 +229,24 @@ TEST(LlmGenerate, Utf8SplitAcrossByteTokensArrivesWhole) {
   EXPECT_EQ(got, (std::vector<std::string>{"", "", "\xE2\x82\xAC"}));
 }
 
+TEST(LlmGenerate, IdsPastTheTokenizersVocabularyHaveNoText) {
+  // A model vocabulary padded past the tokenizer's: the sampled id is kept, its text is empty.
+  const int32_t v = int32_t(spm().vocab_size());
+  std::vector<int32_t> text = spm().encode("Hello world", true);
+  ScriptedModel m(size_t(v) + 8, {text[0], v + 3, text[1]});
+  std::vector<int32_t> ids;
+  std::string streamed;
+  generate(
+      m, spm(), {text[0]}, greedy(2),
+      [&](int32_t, const std::string& piece) {
+        streamed += piece;
+        return true;
+      },
+      &ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{v + 3, text[1]}));
+  EXPECT_EQ(streamed, pieces({text[1]}));
+}
+
 TEST(LlmGenerate, ContextLimitAndErrors) {
   std::vector<int32_t> text = spm().encode("a b c d e f g h i j k l m n o p", true);
   ScriptedModel m(spm().vocab_size(), text);

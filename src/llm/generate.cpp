@@ -109,7 +109,10 @@ GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::
       st.stop_reason = "eog";
       break;
     }
-    std::string piece = stop.push(decoder.push(id));
+    // Models may pad their vocabulary past the tokenizer's (Qwen2: 151936 rows, 151665 tokens):
+    // such an id has no text.
+    const bool has_text = size_t(id) < t.vocab_size();
+    std::string piece = stop.push(has_text ? decoder.push(id) : std::string());
     const bool keep = on_token ? on_token(id, piece) : true;
     if (stop.stopped()) {
       st.stop_reason = "stop_string";
