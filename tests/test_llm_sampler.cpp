@@ -274,6 +274,8 @@ TEST(LlmSampler, BadInputsAreErrors) {
   p = plain(1.0);
   p.temperature = std::nan("");
   EXPECT_THROW(Sampler{p}, wick::Error);
+  p.temperature = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(Sampler{p}, wick::Error);
 
   Sampler s(plain(1.0));
   EXPECT_THROW(s.sample(nullptr, 0, {}), wick::Error);

@@ -26,7 +26,7 @@ void check_param(bool ok, const char* field, double v, const char* need) {
 }  // namespace
 
 Sampler::Sampler(const SamplingParams& p) : p_(p), state_(p.seed) {
-  check_param(!std::isnan(p.temperature), "temperature", p.temperature, "use a number (<= 0 means greedy)");
+  check_param(std::isfinite(p.temperature), "temperature", p.temperature, "use a finite number (<= 0 means greedy)");
   check_param(p.top_p >= 0, "top_p", p.top_p, "use a value in [0, 1] (1 turns top-p off)");
   check_param(p.min_p >= 0 && p.min_p <= 1, "min_p", p.min_p, "use a value in [0, 1] (0 turns min-p off)");
   check_param(p.repeat_penalty > 0 && std::isfinite(p.repeat_penalty), "repeat_penalty", p.repeat_penalty,
@@ -96,8 +96,8 @@ int32_t Sampler::sample(const float* logits, size_t n_vocab, const std::vector<i
   const double top = logits_[best];
   auto weight1 = [&](int32_t id) { return std::exp(double(logits_[size_t(id)]) - top); };  // temperature 1
 
-  // Top-k: ids_[0, k) holds the k best, sorted by the order. (partial_sort, a heap of k, is ~10x faster than
-  // nth_element here: one well-predicted comparison for most of a 150k vocabulary.)
+  // Top-k: ids_[0, k) holds the k best, sorted by the order. (partial_sort, a heap of k, is ~10x
+  // faster than nth_element here: one well-predicted comparison for most of a 150k vocabulary.)
   const size_t k = p_.top_k == 0 ? n_vocab : std::min(p_.top_k, n_vocab);
   ids_.resize(n_vocab);
   for (size_t i = 0; i < n_vocab; ++i) ids_[i] = int32_t(i);
