@@ -156,6 +156,10 @@ TEST(LlmRegex, UnsupportedSyntaxIsAnError) {
     expect_error([&] { Regex r(bad); }, {"regex", "pattern", bad});
   }
   expect_error([] { Regex r("(?<=a)b"); }, {"at code point 2"});  // the position of "<="
+  // Hostile patterns: deep nesting and repeat counts that multiply are errors, not stack or memory exhaustion.
+  expect_error([] { Regex r(std::string(100000, '(') + std::string(100000, ')')); }, {"nesting deeper"});
+  expect_error([] { Regex r(std::string(100000, '[')); }, {"nesting deeper"});
+  expect_error([] { Regex r("((a{1000}){1000}){1000}"); }, {"instructions"});
 }
 
 TEST(LlmRegex, CatastrophicBacktrackingIsAnErrorNotAHang) {

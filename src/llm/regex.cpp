@@ -87,6 +87,14 @@ bool nullable(const Node& n) {
 
 }  // namespace
 
+namespace {
+// The pattern as error messages show it: hostile patterns can be huge.
+std::string shown(std::string_view pattern) {
+  if (pattern.size() <= 200) return std::string(pattern);
+  return std::string(pattern.substr(0, 200)) + "...(" + std::to_string(pattern.size()) + " bytes)";
+}
+}  // namespace
+
 enum class Op : uint8_t { Char, Split, Jmp, Match, Assert, Look, NotLook, Atomic, Mark, Check };
 
 struct Inst {
@@ -146,7 +154,7 @@ class Parser {
  private:
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(ErrorKind::Unsupported, "regex: " + what + " at code point " + std::to_string(i_) + " of pattern \"" +
-                                            pattern_ + "\" (supported syntax: see src/llm/regex.hpp)");
+                                            shown(pattern_) + "\" (supported syntax: see src/llm/regex.hpp)");
   }
   bool at_end() const { return i_ >= cps_.size(); }
   uint32_t peek(size_t k = 0) const { return i_ + k < cps_.size() ? cps_[i_ + k] : 0xFFFFFFFF; }
@@ -340,7 +348,18 @@ class Parser {
     return set_node(std::move(s));
   }
 
+  // Groups and classes nest by recursion: bound the depth so a hostile pattern cannot exhaust the stack.
+  struct DepthGuard {
+    Parser& p;
+    explicit DepthGuard(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth) p.fail("nesting deeper than " + std::to_string(kMaxDepth));
+    }
+    ~DepthGuard() { --p.depth_; }
+  };
+  static constexpr size_t kMaxDepth = 200;
+
   std::unique_ptr<Node> parse_group(bool icase) {
+    DepthGuard guard(*this);
     const size_t open = i_;
     ++i_;  // '('
     std::unique_ptr<Node> body;
@@ -536,6 +555,7 @@ class Parser {
 
   // After '['. Reads through the closing ']'.
   CharSet parse_class(bool icase) {
+    DepthGuard guard(*this);
     const size_t open = i_ - 1;
     CharSet s;
     s.icase = icase;
@@ -610,11 +630,12 @@ class Parser {
   std::vector<uint32_t> cps_;
   Regex::Program& prog_;
   size_t i_ = 0;
+  size_t depth_ = 0;
 };
 
 class Compiler {
  public:
-  explicit Compiler(Regex::Program& p) : p_(p) {}
+  Compiler(Regex::Program& p, std::string_view pattern) : p_(p), pattern_(pattern) {}
 
   // Emits main program then pending sub-programs.
   void compile(const Node& root) {
@@ -631,7 +652,12 @@ class Compiler {
 
  private:
   uint32_t here() const { return static_cast<uint32_t>(p_.code.size()); }
+  static constexpr size_t kMaxProgram = size_t{1} << 20;
   size_t add(Inst in) {
+    if (p_.code.size() >= kMaxProgram)
+      throw Error(ErrorKind::Unsupported, "regex: pattern \"" + shown(pattern_) + "\" expands to more than " +
+                                              std::to_string(kMaxProgram) +
+                                              " instructions (nested repeat counts); simplify it");
     p_.code.push_back(in);
     return p_.code.size() - 1;
   }
@@ -716,6 +742,7 @@ class Compiler {
   }
 
   Regex::Program& p_;
+  std::string_view pattern_;
   std::vector<std::pair<const Node*, size_t>> pending_;
 };
 
@@ -815,8 +842,8 @@ class Vm {
 
   [[noreturn]] void too_many_steps() const {
     throw Error(ErrorKind::Argument, "regex: backtracking limit of " + std::to_string(limit_) +
-                                         " steps exceeded matching pattern \"" + pattern_ + "\" against a text of " +
-                                         std::to_string(end_ - begin_) +
+                                         " steps exceeded matching pattern \"" + shown(pattern_) +
+                                         "\" against a text of " + std::to_string(end_ - begin_) +
                                          " code points (catastrophic backtracking; simplify the pattern)");
   }
 
@@ -864,7 +891,7 @@ Regex::Regex(std::string_view pattern) : pattern_(pattern) {
   auto prog = std::make_shared<Program>();
   Parser parser(pattern, *prog);
   std::unique_ptr<Node> root = parser.parse();
-  Compiler(*prog).compile(*root);
+  Compiler(*prog, pattern).compile(*root);
   if (pattern == R"(\d{1,3}(?=(?:\d{3})*\b))") prog->special = Program::Special::DigitGroups;  // tiny_aya
   if (pattern == R"((?=(\d{3})+(?!\d)))") prog->special = Program::Special::DigitSplitPoints;  // superbpe
   prog_ = std::move(prog);
