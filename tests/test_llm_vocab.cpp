@@ -146,6 +146,32 @@ TEST(VocabRoundTrip, Qwen2CodePoints) {
   }
 }
 
+// Arbitrary bytes (invalid UTF-8 included) never crash and come back exactly: SPM falls back to <0xXX>
+// tokens, byte-level BPE maps every byte. Left out for SPM: 0xE2 (E2 96 81 is U+2581, which decodes to a
+// space by design) and the space (escaped to E2 96 81 before splitting, so a truncated sequence in front
+// swallows part of it: llama.cpp's SPM does the same). llama-bpe cleans up spaces on decode.
+TEST(VocabRoundTrip, RandomBytes) {
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned char>(state >> 56);
+  };
+  for (const char* v : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-qwen2.gguf"}) {
+    Tokenizer tok = Tokenizer::load(kDir + v);
+    const bool spm = tok.model_kind() == "llama";
+    for (int rep = 0; rep < 200; ++rep) {
+      std::string s;
+      const int n = 1 + rep % 40;
+      while (static_cast<int>(s.size()) < n) {
+        unsigned char c = next();
+        if (spm && (c == 0xE2 || c == ' ')) continue;
+        s.push_back(static_cast<char>(c));
+      }
+      ASSERT_EQ(tok.decode(tok.encode(s, false)), s) << v << " rep " << rep;
+    }
+  }
+}
+
 TEST(VocabMetadata, SpecialIdsAsTheFilesSay) {
   // Ids looked up in the vocabularies (llama.cpp prints them on load): <s>=1 </s>=2 for llama-spm,
   // <|begin_of_text|>=128000 <|end_of_text|>=128001 for llama-bpe, <|endoftext|>=151643 for qwen2.
