@@ -1,5 +1,6 @@
 // Cases: index_select, gather, scatter(+_add, in place with guard bytes), index_add, embedding
-// (each also with sentinel ids), one_hot, slice_assign/slice_scatter, flip, pad, tril/triu, repeat.
+// (each also with sentinel ids), one_hot, slice_assign/slice_scatter, slice_set/copy_from (in place),
+// flip, pad, tril/triu, repeat.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -163,6 +164,33 @@ void add_index_cases(std::vector<Case>& out) {
     Tensor r = x.slice_scatter(in.x({in.n(17), 5}, 333), 1, 7);
     check_untouched(r, x, 0, x.dim(0), 7, 5);
     return {r};
+  });
+  // In place into a guarded view: rows through copy2d (dim=1, dim=0), one-element rows of a
+  // transposed view (transposed), and many short runs through one scatter (scatter).
+  add(out, "slice_set", "dim=1", kAll, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor dst = in.guarded({in.n(17), 33}, 601);
+    dst.slice_set(in.x({in.n(17), 5}, 602), 1, 7);
+    return {dst};
+  });
+  add(out, "slice_set", "dim=0", kAll, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor dst = in.guarded({17, in.n(33)}, 603);
+    dst.slice_set(in.x({4, in.n(33)}, 604), 0, 9);
+    return {dst};
+  });
+  add(out, "slice_set", "transposed", kAll, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor dst = in.guarded({in.n(70), 6}, 605);
+    dst.t().slice_set(in.x({3, in.n(70)}, 606), 0, 2);
+    return {dst};
+  });
+  add(out, "slice_set", "scatter", kAll, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor dst = in.guarded({6, in.n(70)}, 607);
+    dst.t().slice_set(in.x({in.n(70), 3}, 608), 1, 2);
+    return {dst};
+  });
+  add(out, "copy_from", "", kAll, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor dst = in.guarded({in.n(17), 33}, 609);
+    dst.copy_from(in.x({in.n(17), 33}, 610));
+    return {dst};
   });
   for (auto dims : std::vector<std::vector<int64_t>>{{0}, {-1}, {0, 1}})
     add(out, "flip", dims.size() == 2 ? "dims=0,1" : dims[0] == 0 ? "dim=0" : "dim=-1", kAll,

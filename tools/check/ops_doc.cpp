@@ -154,6 +154,7 @@ std::vector<OpRow> composite_op_rows() {
        "one_hot, embedding, slice_assign, slice_scatter, meshgrid",
        "all",
        {"one_hot", "embedding", "slice_assign", "slice_scatter"}},
+      {"", "slice_set, copy_from (in place into a view)", "all", {"slice_set", "copy_from"}},
       {"",
        "losses (`wick::loss`, include/wick/nn.hpp): nll, cross_entropy, binary_cross_entropy_with_logit, mse, huber",
        "float",
