@@ -280,6 +280,15 @@ TEST(TokenizerJson, ByteLevelBpe) {
   EXPECT_EQ(t.chat_template(), "{% for m in messages %}{{ m.content }}{% endfor %}");
   EXPECT_EQ(t.decode({4, 10}), "ab .");  // clean_up_tokenization_spaces false here
   EXPECT_EQ(t.find("<|end|>"), 8);
+  EXPECT_FALSE(t.is_eog(9));
+  // generation_config.json's eos_token_id list: every id in it ends generation.
+  write(dir + "/generation_config.json", R"({"eos_token_id": [8, 9]})");
+  Tokenizer g = Tokenizer::load(dir + "/tokenizer.json");
+  EXPECT_TRUE(g.is_eog(8));
+  EXPECT_TRUE(g.is_eog(9));
+  EXPECT_FALSE(g.is_eog(10));
+  write(dir + "/generation_config.json", R"({"eos_token_id": 11})");
+  expect_error([&] { Tokenizer::load(dir); }, {"generation_config.json", "eos_token_id 11"});
 }
 
 // A SentencePiece-style tokenizer.json (llama-hf): spaces become ▁ in the normalizer, BPE merges

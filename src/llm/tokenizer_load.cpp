@@ -399,6 +399,28 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
       }
     }
   }
+  // generation_config.json beside it: eos_token_id (one id or a list, e.g. Llama 3 Instruct's three)
+  // are all end-of-generation tokens, as transformers' generate() treats them.
+  const auto gen_path = path.parent_path() / "generation_config.json";
+  if (std::filesystem::exists(gen_path)) {
+    const std::string gwhere = gen_path.string();
+    json g;
+    try {
+      g = json::parse(read_file(gen_path));
+    } catch (const json::exception& e) {
+      bad(gwhere, std::string("is not valid JSON: ") + e.what());
+    }
+    if (g.is_object() && g.contains("eos_token_id") && !g["eos_token_id"].is_null()) {
+      const json& e = g["eos_token_id"];
+      std::vector<json> ids = e.is_array() ? std::vector<json>(e.begin(), e.end()) : std::vector<json>{e};
+      for (const json& id : ids) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= static_cast<int64_t>(n))
+          bad(gwhere,
+              "eos_token_id " + id.dump() + " is not a token id of " + where + " (" + std::to_string(n) + " tokens)");
+        d->eog.insert(static_cast<int32_t>(id.get<int64_t>()));
+      }
+    }
+  }
   if (d->add_bos && d->bos < 0) bad(where, "adds a BOS token but names none (set bos_token in tokenizer_config.json)");
   if (d->add_eos && d->eos < 0) bad(where, "adds an EOS token but names none (set eos_token in tokenizer_config.json)");
   d->finalize();
