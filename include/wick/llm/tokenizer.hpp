@@ -18,6 +18,7 @@ namespace wick::llm {
 
 struct TokenizerData;  // the vocabulary and rules (src/llm)
 
+// Copies share one immutable vocabulary (cheap); every method is const and safe to call from several threads.
 class Tokenizer {
  public:
   // From tokenizer.ggml.* (model "llama" = SPM, "gpt2" = byte-level BPE; pre = pre-tokenizer name).
@@ -38,8 +39,8 @@ class Tokenizer {
   int32_t eos_id() const;  // -1 when absent
   bool add_bos() const;    // as the metadata says
   bool add_eos() const;
-  bool is_eog(int32_t id) const;  // end of generation: eos, eot, eom, <|im_end|>, <|eot_id|>, ...
-  bool is_special(int32_t id) const;
+  bool is_eog(int32_t id) const;      // end of generation: eos, eot, eom, <|im_end|>, <|eot_id|>, ...
+  bool is_special(int32_t id) const;  // a control or unknown token (what skip_special leaves out)
   std::optional<int32_t> find(std::string_view token) const;  // exact token text -> id
   const std::string& token_text(int32_t id) const;            // the vocabulary entry as stored
   const std::string& chat_template() const;                   // "" when the file has none
