@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "wick/error.hpp"
@@ -194,6 +195,22 @@ TEST(VocabMetadata, SpecialIdsAsTheFilesSay) {
   EXPECT_TRUE(qwen.is_eog(*qwen.find("<|im_end|>")));
   EXPECT_TRUE(qwen.is_special(*qwen.find("<|im_end|>")));
   EXPECT_EQ(qwen.decode(qwen.encode("<|im_end|>", false, true), /*skip_special=*/true), "");
+}
+
+// One Tokenizer used from several threads at once (llama.cpp's test does the same) gives the same ids.
+TEST(VocabThreads, ConcurrentEncodeAgrees) {
+  Tokenizer tok = Tokenizer::load(kDir + "ggml-vocab-qwen2.gguf");
+  const std::vector<Case> cases = read_cases("ggml-vocab-qwen2.gguf");
+  std::vector<int> bad(4, 0);
+  std::vector<std::thread> th;
+  for (int t = 0; t < 4; ++t)
+    th.emplace_back([&, t] {
+      for (int rep = 0; rep < 5; ++rep)
+        for (const Case& c : cases)
+          if (tok.encode(c.text, false) != c.ids) ++bad[t];
+    });
+  for (auto& x : th) x.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << "thread " << t;
 }
 
 // Performance: a 100 KB text encodes well under a second (no quadratic copies).
