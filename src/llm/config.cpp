@@ -199,7 +199,9 @@ ModelConfig parse_hf(const std::string& config_path) {
     c.rope_factor = num(rp, "factor").value_or(8.0);
     c.rope_low_freq_factor = num(rp, "low_freq_factor").value_or(1.0);
     c.rope_high_freq_factor = num(rp, "high_freq_factor").value_or(4.0);
-    c.rope_original_max_position = size_t(num(rp, "original_max_position_embeddings").value_or(8192));
+    const double omp = num(rp, "original_max_position_embeddings").value_or(8192);
+    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
+    c.rope_original_max_position = size_t(omp);
     if (c.rope_low_freq_factor == c.rope_high_freq_factor)
       bad(config_path, "llama3 rope scaling needs low_freq_factor != high_freq_factor");
   } else if (rt == "linear") {

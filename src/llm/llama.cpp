@@ -83,25 +83,25 @@ class LlamaModel : public Model {
     for (size_t l = 0; l < c.n_layers; ++l) {
       Layer& L = layers_[l];
       L.attn_norm = ld.tensor(blk(l, "attn_norm.weight"), {H});
-      L.q = ld.linear(blk(l, "attn_q"), {q_out, H}, c.qkv_bias, c);
-      L.k = ld.linear(blk(l, "attn_k"), {kv_out, H}, c.qkv_bias, c);
-      L.v = ld.linear(blk(l, "attn_v"), {kv_out, H}, c.qkv_bias, c);
-      L.o = ld.linear(blk(l, "attn_output"), {H, q_out}, false, c);
+      L.q = ld.linear(blk(l, "attn_q"), {q_out, H}, c.qkv_bias);
+      L.k = ld.linear(blk(l, "attn_k"), {kv_out, H}, c.qkv_bias);
+      L.v = ld.linear(blk(l, "attn_v"), {kv_out, H}, c.qkv_bias);
+      L.o = ld.linear(blk(l, "attn_output"), {H, q_out}, false);
       if (c.qk_norm) {
         L.q_norm = ld.tensor(blk(l, "attn_q_norm.weight"), {hd});
         L.k_norm = ld.tensor(blk(l, "attn_k_norm.weight"), {hd});
       }
       L.ffn_norm = ld.tensor(blk(l, "ffn_norm.weight"), {H});
-      L.gate = ld.linear(blk(l, "ffn_gate"), {c.intermediate, H}, false, c);
-      L.up = ld.linear(blk(l, "ffn_up"), {c.intermediate, H}, false, c);
-      L.down = ld.linear(blk(l, "ffn_down"), {H, c.intermediate}, false, c);
+      L.gate = ld.linear(blk(l, "ffn_gate"), {c.intermediate, H}, false);
+      L.up = ld.linear(blk(l, "ffn_up"), {c.intermediate, H}, false);
+      L.down = ld.linear(blk(l, "ffn_down"), {H, c.intermediate}, false);
     }
     out_norm_ = ld.tensor("output_norm.weight", {H});
     if (c.tie_embeddings) {
       output_.w = embd_;
       output_.q = embd_q_;
     } else {
-      output_ = ld.linear("output", {c.vocab_size, H}, false, c);
+      output_ = ld.linear("output", {c.vocab_size, H}, false);
     }
     weight_bytes_ = ld.bytes();
   }

@@ -57,10 +57,10 @@ class WeightLoader {
  public:
   WeightLoader(const WeightSource& src, Device device, DType dtype, std::function<void(size_t, size_t)> progress,
                size_t total_bytes);
-  Tensor tensor(const std::string& name, const Shape& expected);    // plain, compute dtype
-  QTensor qtensor(const std::string& name, const Shape& expected);  // a quantized one, as stored
-  Linear linear(const std::string& name, const Shape& expected, bool bias, const ModelConfig& c);
-  size_t bytes() const { return bytes_; }  // device bytes loaded so far
+  Tensor tensor(const std::string& name, const Shape& expected);             // plain, compute dtype
+  QTensor qtensor(const std::string& name, const Shape& expected);           // a quantized one, as stored
+  Linear linear(const std::string& name, const Shape& expected, bool bias);  // bias: required
+  size_t bytes() const { return bytes_; }                                    // device bytes loaded so far
 
  private:
   void check_shape(const std::string& name, const Shape& expected) const;

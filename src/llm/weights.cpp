@@ -200,7 +200,7 @@ QTensor WeightLoader::qtensor(const std::string& name, const Shape& expected) {
   return q;
 }
 
-Linear WeightLoader::linear(const std::string& stem, const Shape& expected, bool bias, const ModelConfig&) {
+Linear WeightLoader::linear(const std::string& stem, const Shape& expected, bool bias) {
   Linear l;
   const std::string wn = stem + ".weight", bn = stem + ".bias";
   check_shape(wn, expected);
