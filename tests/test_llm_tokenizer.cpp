@@ -236,7 +236,7 @@ TEST(TokenizerErrors, MalformedGguf) {
   expect_error([] { from_meta(with(bpe_meta("default"), "tokenizer.ggml.merges", strings({"ab"}))); },
                {"tokenizer.ggml.merges", "entry 0 'ab'"});
   expect_error([] { from_meta(with(bpe_meta("default"), "tokenizer.ggml.pre", GGUFValue::of_string("no-such-pre"))); },
-               {"no-such-pre"});
+               {"tokenizer.ggml.pre", "no-such-pre"});
   expect_error([] { Tokenizer::load(tmp_path("does_not_exist.gguf")); }, {"does_not_exist.gguf", "does not exist"});
   Tokenizer t = from_meta(spm_meta());
   expect_error([&] { t.decode({19}); }, {"token id 19", "vocabulary (size 19)"});
