@@ -103,7 +103,8 @@ TEST(TokenizerSpm, SpecialTokens) {
   // A user-defined token is split out even without parse_special (as llama.cpp and HF).
   EXPECT_EQ(t.encode("a<tool>b", false, false), (Ids{7, 18, 3, 5}));
   EXPECT_EQ(t.decode({1, 10, 2}), "<s> ab</s>");
-  EXPECT_EQ(t.decode({1, 10, 2}, /*skip_special=*/true), " ab");  // llama.cpp keeps the space after a removed BOS
+  // The prefix space comes off the first text output (as Hugging Face; llama.cpp would keep " ab").
+  EXPECT_EQ(t.decode({1, 10, 2}, /*skip_special=*/true), "ab");
   EXPECT_EQ(t.decode({10, 18, 5}), "ab<tool>b");
   EXPECT_TRUE(t.is_special(1));
   EXPECT_FALSE(t.is_special(10));

@@ -370,15 +370,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special) const {
   const TokenizerData& d = *d_;
-  size_t begin = 0, end = ids.size();
-  bool remove_space = d.add_space_prefix;  // SPM: the space the encoder put in front
-  if (skip_special && d.add_bos && end > begin && ids[begin] == d.bos) {
-    remove_space = false;
-    ++begin;
-  }
-  if (skip_special && d.add_eos && end > begin && ids[end - 1] == d.eos) --end;
+  // The space the encoder put in front (SPM add_space_prefix, Metaspace) comes off the first text that is
+  // output, as Hugging Face's decoders strip it from the joined text: with skip_special, a leading BOS
+  // leaves nothing, so "<s> ab" decodes to "ab" (llama.cpp keeps " ab" there).
+  bool remove_space = d.add_space_prefix;
   std::string text;
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = ids[i];
     if (id < 0 || static_cast<size_t>(id) >= d.tokens.size())
       throw Error(ErrorKind::Index, "Tokenizer::decode: token id " + std::to_string(id) + " at position " +
@@ -386,7 +383,8 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
                                         std::to_string(d.tokens.size()) + ")");
     if (skip_special && (d.attrs[id] & (kAttrControl | kAttrUnknown))) continue;
     std::string_view p = d.pieces[id];
-    if (remove_space && !p.empty() && p[0] == ' ') p.remove_prefix(1);
+    if (p.empty()) continue;
+    if (remove_space && p[0] == ' ') p.remove_prefix(1);
     remove_space = false;
     text.append(p);
   }
