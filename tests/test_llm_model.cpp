@@ -205,6 +205,10 @@ TEST(LlmModel, CacheOverflowIsAnError) {
   KvCache d = m->make_cache(8);
   EXPECT_NE(what_of([&] { m->forward({64}, d); }).find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(what_of([&] { m->forward({}, d); }).find("no tokens"), std::string::npos);
+  // More cache than memory: OutOfMemory saying how much (2 * 2 layers * 2 heads * 2^36 * 8 * 2 B).
+  const std::string oom = what_of([&] { m->make_cache(size_t(1) << 36); });
+  EXPECT_NE(oom.find("needs 8192.00 GiB"), std::string::npos) << oom;
+  EXPECT_NE(oom.find("lower the context"), std::string::npos) << oom;
 }
 
 // A GGUF rewritten with one tensor dropped, one reshaped, or another architecture name.
