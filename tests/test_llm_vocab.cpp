@@ -227,6 +227,16 @@ TEST(VocabSpeed, HundredKilobytes) {
     EXPECT_LT(s, 1.0) << v << ": " << text.size() << " bytes took " << s << " s";
     EXPECT_GT(ids.size(), text.size() / 8);
     std::printf("%s: %zu bytes -> %zu tokens in %.1f ms\n", v, text.size(), ids.size(), s * 1e3);
+    // One 100 KB word (a single pre-token, a single SPM fragment) and 100 KB of one 4-byte emoji.
+    for (const std::string& unit : {std::string("a"), std::string("\xF0\x9F\xA6\x99")}) {
+      std::string one;
+      while (one.size() < 100000) one += unit;
+      t0 = std::chrono::steady_clock::now();
+      ids = tok.encode(one, false);
+      s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_LT(s, 1.0) << v << ": 100 KB of '" << unit << "' took " << s << " s";
+      EXPECT_EQ(tok.decode(ids), one) << v;
+    }
   }
 }
 
