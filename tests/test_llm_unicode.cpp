@@ -88,6 +88,7 @@ TEST(LlmUnicode, SimpleCaseMappings) {
   EXPECT_EQ(to_lower(0x4E2D), 0x4E2Du);
   EXPECT_EQ(to_upper(0x03C2), 0x03A3u);  // ς -> Σ
   EXPECT_EQ(to_upper(0x00DF), 0x00DFu);  // ß has no 1:1 uppercase
+  EXPECT_EQ(to_upper(0x1F80), 0x1F88u);  // ᾀ: full uppercase is two chars, the simple one is ᾈ (UnicodeData.txt)
   EXPECT_EQ(to_lower(std::string("\xC3\x80"
                                  "B\xFF")),
             "\xC3\xA0"
