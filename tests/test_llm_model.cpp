@@ -496,40 +496,47 @@ TEST(LlmModel, TransformersLogitsGpu) {
   if (ran == 0) GTEST_SKIP() << "no transformers fixtures under " << kLlm;
 }
 
-// Quantized GGUFs on the GPU (f32 activations, f16 cache) against llama.cpp's CPU logits: position 0
-// checks the GPU's activation quantization and integer dots (CPU: 5e-7); the prompt the same bounds
-// as LlamaCppQuantizedLogits.
-TEST(LlmModel, LlamaCppQuantizedLogitsGpu) {
+// Quantized GGUFs on the GPU (f32 activations). Prefill (more than 8 rows) dequantizes W to f16 for
+// the vendor GEMM (docs/quant.md), so it is checked against the f64 forward of the dequantized weights
+// (gen_hf_ref.py; an f16 emulation of that path in NumPy measured 7e-4): bound 5e-3, f32 cache.
+// Decode (up to 8 rows) quantizes activations to Q8_1 where llama.cpp's CPU uses Q8_0 / Q8_K, so it
+// differs from both by activation quantization noise (CPU: 1.6e-2 .. 2.6e-2): bound 6e-2.
+TEST(LlmModel, QuantizedLogitsGpu) {
   const Device d = Device::best();
   if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
   size_t ran = 0;
-  const std::vector<std::pair<std::string, double>> types = {{"q8_0", 4e-2}, {"q4_k_m", 6e-2}, {"q4_0", 4e-2}};
   for (const char* name : kFamilies) {
     const std::string dir = kLlm + name;
     if (!have_fixture(name)) continue;
     const auto ids = ids_of(read_json(dir + "/expected.json")["prompt_ids"]);
-    for (const auto& [t, bound] : types) {
-      const std::string gg = dir + "/model-" + t + ".gguf", ref = dir + "/llamacpp_logits_" + t + ".npy";
-      if (!fs::exists(gg) || !fs::exists(ref)) continue;
+    for (const std::string t : {"q8_0", "q4_k_m", "q4_0"}) {
+      const std::string gg = dir + "/model-" + t + ".gguf", lc = dir + "/llamacpp_logits_" + t + ".npy";
+      const std::string dq = kDev + "hf_ref/" + name + "_" + t + "_dequantized.npy";
+      if (!fs::exists(gg) || !fs::exists(lc) || !fs::exists(dq)) continue;
       LoadOptions o;
       o.device = d;
       o.dtype = DType::F32;
       auto m = Model::load(gg, o);
       const size_t V = m->config().vocab_size;
-      const std::vector<double> want = as_f64(load_npy(ref));
-      const std::vector<double> got = as_f64(prefill(*m, ids, DType::F16));
+      const std::vector<double> want_lc = as_f64(load_npy(lc)), want_dq = as_f64(load_npy(dq));
+      const std::vector<double> got = as_f64(prefill(*m, ids, DType::F32));
       KvCache c = m->make_cache(ids.size(), DType::F16);
-      const std::vector<double> first = as_f64(m->forward({ids[0]}, c));
-      const double e0 = max_rel_err(first, std::vector<double>(want.begin(), want.begin() + V), V);
-      const double e = max_rel_err(got, want, V);
-      std::printf("%-8s %-6s %s vs llama.cpp: position 0 (decode) %.3g, prefill %.3g\n", name, t.c_str(),
-                  d.name().c_str(), e0, e);
-      EXPECT_LT(e0, 1e-4) << name << " " << t;
-      EXPECT_LT(e, bound) << name << " " << t;
+      std::vector<double> dec;
+      for (int32_t id : ids) {
+        const auto v = as_f64(m->forward({id}, c));
+        dec.insert(dec.end(), v.begin(), v.end());
+      }
+      const double e_pre = max_rel_err(got, want_dq, V), e_dec = max_rel_err(dec, want_dq, V),
+                   e_lc = max_rel_err(dec, want_lc, V);
+      std::printf("%-8s %-6s %s: prefill vs dequantized %.3g; decode vs dequantized %.3g, vs llama.cpp %.3g\n", name,
+                  t.c_str(), d.name().c_str(), e_pre, e_dec, e_lc);
+      EXPECT_LT(e_pre, 5e-3) << name << " " << t;
+      EXPECT_LT(e_dec, 6e-2) << name << " " << t;
+      EXPECT_LT(e_lc, 6e-2) << name << " " << t;
       ++ran;
     }
   }
-  if (ran == 0) GTEST_SKIP() << "no llama.cpp logits under " << kLlm;
+  if (ran == 0) GTEST_SKIP() << "no quantized fixtures under " << kLlm;
 }
 
 // GGUFs (F16 from convert_hf_to_gguf.py; Q8_0, Q4_K_M, Q4_0 from llama-quantize) against llama.cpp's
@@ -571,6 +578,14 @@ TEST(LlmModel, LlamaCppQuantizedLogits) {
       std::printf(
           "%-8s %-6s vs llama.cpp: position 0 %.3g; prefill max rel err %.3g nmse %.3g; decode %.3g nmse %.3g\n", name,
           t.c_str(), e0, e, nmse(got, want), ed, nmse(dec, want));
+      // Against the forward of the file's dequantized weights (gen_hf_ref.py): both sides differ from it
+      // by their activation quantization (llama.cpp: 1.8e-2 Q8_0, 2.4e-2 Q4_K_M, 1.8e-2 Q4_0).
+      const std::string dq = kDev + "hf_ref/" + name + "_" + t + "_dequantized.npy";
+      if (fs::exists(dq)) {
+        const double e_dq = max_rel_err(got, as_f64(load_npy(dq)), V);
+        std::printf("%-8s %-6s vs its dequantized weights (f64): max rel err %.3g\n", name, t.c_str(), e_dq);
+        EXPECT_LT(e_dq, 5e-2) << name << " " << t;
+      }
       // For scale: each side's distance from the unquantized model (NumPy float64 forward).
       const std::vector<double> f64 = as_f64(load_npy(kDev + "hf_ref/" + name + ".npy"));
       std::printf("%-8s %-6s vs f64 unquantized: wick max rel err %.3g nmse %.3g, llama.cpp %.3g nmse %.3g\n", name,
