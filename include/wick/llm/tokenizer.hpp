@@ -31,7 +31,9 @@ class Tokenizer {
   // add_special: BOS/EOS as the metadata says. parse_special: text like "<|im_end|>" becomes its
   // control token id instead of being tokenized as plain text.
   std::vector<int32_t> encode(std::string_view text, bool add_special = true, bool parse_special = false) const;
-  // skip_special: control tokens (bos, eos, ...) produce no text.
+  // skip_special: control tokens (bos, eos, ...) produce no text. The space the encoder put in front
+  // (SentencePiece's prefix) is dropped, and spaces are cleaned up (" ." -> ".") where the vocabulary
+  // says so, as llama.cpp and Hugging Face decode.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = false) const;
   std::string token_bytes(int32_t id) const;  // the raw bytes this token stands for (decoded piece)
   size_t vocab_size() const;
@@ -45,9 +47,7 @@ class Tokenizer {
   const std::string& token_text(int32_t id) const;            // the vocabulary entry as stored
   const std::string& chat_template() const;                   // "" when the file has none
   const std::string& model_kind() const;                      // "llama" or "gpt2"
-  const std::string& pre() const;                             // pre-tokenizer name ("default" when none)
-
-  std::shared_ptr<const TokenizerData> data() const { return d_; }
+  const std::string& pre() const;  // GGUF pre-tokenizer name ("default" when none), or "tokenizer.json"
 
  private:
   explicit Tokenizer(std::shared_ptr<const TokenizerData> d) : d_(std::move(d)) {}
