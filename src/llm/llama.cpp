@@ -1,6 +1,7 @@
 // The LLaMA family (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3): pre-norm decoder
 // blocks of GQA attention with rotary embeddings and a SwiGLU MLP, built on public Tensor ops only,
 // so the same code runs on the CPU and a GPU. Prefill and one-token decode take the same path.
+#include <algorithm>
 #include <cmath>
 
 #include "llm/model_impl.hpp"
@@ -152,18 +153,9 @@ class LlamaModel : public Model {
     const Tensor ids = Tensor::from_vector(tokens, {T}, device_);
     Tensor x = embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids);
 
-    // cos/sin for positions pos0 .. pos0+T-1, computed on the host as transformers does (f32
-    // angle, then cos/sin), uploaded once per call.
-    const size_t half = c.rope_dim / 2;
-    std::vector<float> cs(T * half), sn(T * half);
-    for (size_t t = 0; t < T; ++t)
-      for (size_t i = 0; i < half; ++i) {
-        const float ang = float(pos0 + t) * inv_freq_[i];
-        cs[t * half + i] = float(std::cos(double(ang)));
-        sn[t * half + i] = float(std::sin(double(ang)));
-      }
-    const Tensor cos = Tensor::from_vector(cs, {T, half}, device_).to_dtype(dtype_);
-    const Tensor sin = Tensor::from_vector(sn, {T, half}, device_).to_dtype(dtype_);
+    // cos/sin rows for positions pos0 .. pos0+T-1: views of a device table that covers the cache.
+    ensure_rope_table(std::max(cache.capacity(), pos0 + T));
+    const Tensor cos = cos_tab_.narrow(0, pos0, T), sin = sin_tab_.narrow(0, pos0, T);
     auto rope = [&](const Tensor& t) { return c.rope_interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
 
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, hd = c.head_dim;
@@ -196,7 +188,23 @@ class LlamaModel : public Model {
     return output_.forward(x).to_dtype(DType::F32);
   }
 
-  Tensor embd_, out_norm_;
+  // Rotary tables for positions 0 .. rows-1, computed on the host as transformers does (f32 angle,
+  // then cos/sin) and uploaded once, so decode steps upload nothing for rope.
+  void ensure_rope_table(size_t rows) {
+    if (cos_tab_.defined() && cos_tab_.dim(0) >= rows) return;
+    const size_t half = config_.rope_dim / 2;
+    std::vector<float> cs(rows * half), sn(rows * half);
+    for (size_t t = 0; t < rows; ++t)
+      for (size_t i = 0; i < half; ++i) {
+        const float ang = float(t) * inv_freq_[i];
+        cs[t * half + i] = float(std::cos(double(ang)));
+        sn[t * half + i] = float(std::sin(double(ang)));
+      }
+    cos_tab_ = Tensor::from_vector(cs, {rows, half}, device_).to_dtype(dtype_);
+    sin_tab_ = Tensor::from_vector(sn, {rows, half}, device_).to_dtype(dtype_);
+  }
+
+  Tensor embd_, out_norm_, cos_tab_, sin_tab_;
   QTensor embd_q_;
   Linear output_;
   std::vector<Layer> layers_;
