@@ -342,6 +342,39 @@ TEST(LlmModel, ShardedBf16Directory) {
   EXPECT_NE(w.find("model-00002-of-00002.safetensors"), std::string::npos) << w;
 }
 
+// A GGUF whose matrices are BF16 (norms F32, as convert_hf_to_gguf.py --outtype bf16 writes): f32 on the
+// CPU by default, close to the reference within bf16's weight rounding; on a GPU the default compute
+// dtype follows the file (bf16).
+TEST(LlmModel, Bf16Gguf) {
+  const std::string src = kDev + "dev_qwen3";
+  const GGUFFile f = GGUFFile::open(src + "/model.gguf");
+  std::vector<std::pair<std::string, GGUFValue>> meta;
+  for (const auto& kv : f.metadata())
+    if (kv.first.rfind("GGUF.", 0) != 0) meta.push_back(kv);
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (const auto& t : f.tensors()) {
+    const Tensor x = f.load(t.name);
+    ts.emplace_back(t.name, x.rank() == 2 ? x.to_dtype(DType::BF16) : x);
+  }
+  const std::string path = test::tmp_path("bf16.gguf");
+  save_gguf(path, meta, ts);
+  const auto ids = ids_of(read_json(src + "/prompt.json")["prompt_ids"]);
+  const std::vector<double> want = as_f64(load_npy(src + "/logits.npy"));
+  auto m = Model::load(path);
+  EXPECT_EQ(m->dtype(), DType::F32);
+  const double e = nmse(as_f64(prefill(*m, ids)), want);
+  EXPECT_LT(e, 1e-4);
+  EXPECT_GT(e, 1e-9);
+  if (Device::best().is_gpu()) {
+    LoadOptions o;
+    o.device = Device::best();
+    auto g = Model::load(path, o);
+    EXPECT_EQ(g->dtype(), DType::BF16);
+    EXPECT_EQ(g->make_cache(8).dtype(), DType::BF16);
+    EXPECT_LT(nmse(as_f64(prefill(*g, ids, std::nullopt)), want), 1e-3);
+  }
+}
+
 // The TinyLlama-size check (gen_hf.py --big DIR on the GPU machine; too big to commit): run with
 // WICK_LLM_BIG=DIR. f16 on the best device against transformers' f16 and f32 logits.
 TEST(LlmModel, BigModelFromEnv) {
