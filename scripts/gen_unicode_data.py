@@ -9,6 +9,7 @@ Tables (all sorted by code point, ranges rather than per-code-point arrays):
   kCccRanges       (start << 8 | canonical combining class) where the class changes.
   kLowerRuns / kUpperRuns  simple case mappings (UnicodeData.txt fields 13/12) as runs {first, count, stride, delta}: for i < count,
                    first + i*stride maps to itself + delta.
+  kFoldRuns        simple case folding, same layout (single-character str.casefold()).
   kDecomp          canonical decompositions {cp, first, second (0 for a singleton), composes}: one level (the
                    code uses them recursively); composes=1 when NFC recomposes the pair into cp (not a
                    composition exclusion). Hangul syllables are algorithmic and not listed.
@@ -86,7 +87,9 @@ def main():
     lower.append((0x130, 0x69))
     lower.sort()
     upper = simple_case(simple_upper)
-    lower_runs, upper_runs = case_runs(lower), case_runs(upper)
+    # Simple case folding (CaseFolding.txt C + S) for (?i): str.casefold() where it gives one character.
+    fold = simple_case(lambda c: c.casefold())
+    lower_runs, upper_runs, fold_runs = case_runs(lower), case_runs(upper), case_runs(fold)
 
     decomp = []
     for cp in range(MAX):
@@ -124,6 +127,7 @@ def main():
 
     emit_runs("kLowerRuns", lower_runs)
     emit_runs("kUpperRuns", upper_runs)
+    emit_runs("kFoldRuns", fold_runs)
 
     w("const Decomposition kDecomp[] = {\n")
     for i in range(0, len(decomp), 5):

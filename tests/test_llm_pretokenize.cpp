@@ -79,6 +79,11 @@ TEST(LlmRegex, CaseInsensitive) {
   EXPECT_EQ(find_all("(?i:a)a", "AA Aa"), (Spans{{3, 5}}));  // the flag ends with its group
   EXPECT_EQ(find_all("(?i:[a-c])+", "AbC d"), (Spans{{0, 3}}));
   EXPECT_EQ(find_all("(?i:\xCF\x83)", "\xCE\xA3"), (Spans{{0, 2}}));  // σ matches Σ
+  // Case folding as Oniguruma: U+017F (long s, C5 BF) folds to 's'; U+212A KELVIN SIGN (E2 84 AA) lowers to 'k'.
+  EXPECT_EQ(find_all("(?i:'s)", "'\xC5\xBF 'S"), (Spans{{0, 3}, {4, 6}}));
+  EXPECT_EQ(find_all("(?i:\xC5\xBF)", "s S"), (Spans{{0, 1}, {2, 3}}));
+  EXPECT_EQ(find_all("(?i:[k])", "\xE2\x84\xAA"), (Spans{{0, 3}}));
+  EXPECT_EQ(find_all(R"((?i:[\x41-\x43]+))", "abcd"), (Spans{{0, 3}}));
 }
 
 TEST(LlmRegex, LookaheadAndAnchors) {

@@ -95,6 +95,14 @@ TEST(LlmUnicode, SimpleCaseMappings) {
             "b\xFF");  // ÀB -> àb, the invalid byte kept
 }
 
+TEST(LlmUnicode, SimpleCaseFolding) {
+  // CaseFolding.txt: 017F; C; 0073 (long s) and 03C2; C; 03C3 (final sigma); 00DF has only an F (full) entry.
+  EXPECT_EQ(case_fold(0x017F), uint32_t{'s'});
+  EXPECT_EQ(case_fold(0x03C2), 0x03C3u);
+  EXPECT_EQ(case_fold('Q'), uint32_t{'q'});
+  EXPECT_EQ(case_fold(0x00DF), 0x00DFu);  // ß's folding is full-only ("ss")
+}
+
 TEST(LlmUnicode, CombiningClasses) {
   EXPECT_EQ(combining_class('a'), 0);
   EXPECT_EQ(combining_class(0x0301), 230);

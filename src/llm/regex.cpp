@@ -34,8 +34,13 @@ struct CharSet {
   bool match_slow(uint32_t c, Category cat) const {
     bool in = contains_raw(c, cat);
     if (!in && icase) {
-      const uint32_t lo = to_lower(c), up = to_upper(c);
-      in = (lo != c && contains_raw(lo, category(lo))) || (up != c && contains_raw(up, category(up)));
+      // Any case variant of c in the set (literals were widened by their own variants when parsed).
+      for (const uint32_t v : {to_lower(c), to_upper(c), case_fold(c)}) {
+        if (v != c && contains_raw(v, category(v))) {
+          in = true;
+          break;
+        }
+      }
     }
     return in != negate;
   }
@@ -174,6 +179,18 @@ class Parser {
     n->kind = Node::Set;
     n->set = add_set(std::move(s));
     return n;
+  }
+
+  // A one-code-point set; under (?i) it also holds the literal's own case variants, so that e.g. (?i:ſ) matches
+  // 's' (whose variants do not include ſ).
+  static CharSet literal(uint32_t c, bool icase) {
+    CharSet s;
+    s.icase = icase;
+    s.ranges.emplace_back(c, c);
+    if (icase)
+      for (const uint32_t v : {to_lower(c), to_upper(c), case_fold(c)})
+        if (v != c) s.ranges.emplace_back(v, v);
+    return s;
   }
 
   std::unique_ptr<Node> parse_alt(bool icase) {
@@ -342,10 +359,7 @@ class Parser {
       return set_node(std::move(s));
     }
     ++i_;
-    CharSet s;
-    s.icase = icase;
-    s.ranges.emplace_back(c, c);
-    return set_node(std::move(s));
+    return set_node(literal(c, icase));
   }
 
   // Groups and classes nest by recursion: bound the depth so a hostile pattern cannot exhaust the stack.
@@ -471,11 +485,7 @@ class Parser {
     const uint32_t e = peek();
     ++i_;
     CharSet s;
-    auto lit = [&](uint32_t c) {
-      s.icase = icase;
-      s.ranges.emplace_back(c, c);
-      return s;
-    };
+    auto lit = [&](uint32_t c) { return literal(c, icase); };
     switch (e) {
       case 's':
         s.space = true;
@@ -588,7 +598,7 @@ class Parser {
           ++i_;
           lo = 0x08;
         } else {
-          CharSet item = parse_escape(icase);
+          CharSet item = parse_escape(false);
           const bool single = !item.negate && !item.space && item.cat_mask == 0 && item.subs.empty() &&
                               item.ranges.size() == 1 && item.ranges[0].first == item.ranges[0].second;
           if (!single) {
@@ -609,7 +619,7 @@ class Parser {
         if (hi == '\\') {
           ++i_;
           if (at_end()) fail("trailing backslash");
-          CharSet item = parse_escape(icase);
+          CharSet item = parse_escape(false);
           if (item.negate || item.space || item.cat_mask != 0 || item.ranges.size() != 1) fail("bad range end");
           hi = item.ranges[0].first;
         } else if (hi == '[') {

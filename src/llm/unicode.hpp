@@ -77,6 +77,8 @@ bool is_whitespace(uint32_t cp);
 uint32_t to_lower(uint32_t cp);
 uint32_t to_upper(uint32_t cp);
 std::string to_lower(std::string_view s);  // per code point, simple mapping
+// Simple case folding (CaseFolding.txt statuses C and S): what (?i) compares, so U+017F 'ſ' folds to 's'.
+uint32_t case_fold(uint32_t cp);
 // Canonical combining class (0 for starters).
 uint8_t combining_class(uint32_t cp);
 // Normalization forms (canonical only). Invalid UTF-8 bytes become U+FFFD.

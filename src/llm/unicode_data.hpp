@@ -24,6 +24,8 @@ extern const CaseRun kLowerRuns[];
 extern const size_t kLowerRunsSize;
 extern const CaseRun kUpperRuns[];
 extern const size_t kUpperRunsSize;
+extern const CaseRun kFoldRuns[];
+extern const size_t kFoldRunsSize;
 extern const Decomposition kDecomp[];
 extern const size_t kDecompSize;
 
