@@ -4,13 +4,15 @@
 //
 // Syntax: literals (UTF-8 in the pattern), escapes \s \S \d \D \w \W \b \B \r \n \t \f \v \0 \xHH \x{H..} \uHHHH and
 // escaped punctuation, \p{..} / \P{..} / \pL with general categories (L Lu Ll Lt Lm Lo LC M Mn Mc Me N Nd Nl No
-// P Pc Pd Ps Pe Pi Pf Po S Sm Sc Sk So Z Zs Zl Zp C Cc Cf Cs Co Cn), classes [..] with negation, ranges, escapes
-// and \p inside, '.', groups ( ) (?: ) (?i: ) (?-i: ) (?i) (capture groups match but are not reported),
-// alternation |, quantifiers ? * + {n} {n,} {n,m} {,m} greedy (a '{' starting none of them is a literal), lazy (suffix
-// ?) or possessive (suffix +), atomic groups
-// (?> ), lookahead (?= ) (?! ), anchors ^ $ (start / end of the text searched) \A \z \Z.
-// Semantics follow Oniguruma/Rust with Unicode on: \s is White_Space, \d is Nd, \w is L|M|Nd|Pc; (?i) compares
-// simple case mappings. Anything else is a wick::Error naming the pattern and the position.
+// P Pc Pd Ps Pe Pi Pf Po S Sm Sc Sk So Z Zs Zl Zp C Cc Cf Cs Co Cn), classes [..] with negation, ranges, escapes,
+// \p and nested classes inside, '.', groups ( ) (?: ) (?i: ) (?-i: ) (?i) (captures match but are not reported),
+// alternation |, quantifiers ? * + {n} {n,} {n,m} {,m} (a '{' starting none of them is a literal), greedy, lazy
+// (suffix ?) or possessive (suffix +), atomic groups (?> ), lookahead (?= ) (?! ), anchors ^ $ (start / end of
+// the text searched, not of lines) \A \z \Z.
+// Not supported (wick::Error naming the pattern and the position): lookbehind, backreferences, scripts such as
+// \p{Han}, POSIX [:classes:], class intersection &&.
+// Semantics follow Oniguruma/Rust with Unicode on: \s is White_Space, \d is Nd, \w is UTS #18's word class
+// (Alphabetic, M, Nd, Pc, Join_Control); (?i) compares simple case mappings and simple case folding.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
