@@ -26,7 +26,7 @@ namespace {
 
 const std::string kDev = std::string(WICK_FIXTURES) + "/llm/dev/";
 const std::string kLlm = std::string(WICK_FIXTURES) + "/llm/";
-const char* kDevModels[] = {"llama", "llama3", "qwen2", "qwen3"};
+const char* kDevModels[] = {"llama", "llama3", "llama_linear", "qwen2", "qwen3"};
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -125,6 +125,11 @@ TEST(LlmModel, ConfigFromFiles) {
   auto h3 = Model::load(kDev + "dev_llama3", f32_cpu());
   EXPECT_EQ(h3->config().rope_scaling, RopeScaling::Llama3);
   EXPECT_DOUBLE_EQ(h3->config().rope_factor, 8.0);
+  for (const std::string p : {"dev_llama_linear", "dev_llama_linear/model.gguf"}) {
+    auto lin = Model::load(kDev + p, f32_cpu());
+    EXPECT_EQ(lin->config().rope_scaling, RopeScaling::Linear) << p;
+    EXPECT_DOUBLE_EQ(lin->config().rope_factor, 2.5) << p;
+  }
   auto q2 = Model::load(kDev + "dev_qwen2/model.gguf", f32_cpu());
   EXPECT_TRUE(q2->config().qkv_bias);
   // Weights on the device: f32 of every parameter (the tied output counts once).
