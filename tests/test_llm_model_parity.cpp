@@ -48,9 +48,10 @@ std::vector<int32_t> greedy(Model& m, const std::vector<int32_t>& prompt, size_t
 // - dev/hf_ref/<family>.npy: gen_dev.py's NumPy float64 forward of the same weights (gen_hf_ref.py),
 //   which agrees with transformers' float64 logits to 2e-7 once transformers' f16-rounded rotary
 //   frequencies are used (dev/hf_ref/check.json): bound 1e-5, measured <= 1.1e-6;
-// - transformers' float32 logits: gen_hf.py ran them after model.to(float16), which rounded the rotary
-//   inv_freq buffer to f16, so they differ from any model with f32 frequencies by 1.6e-5 .. 3.9e-4
-//   (check.json); bound 5e-4 until the fixture is regenerated (then 1e-4).
+// - transformers' float32 logits: fixtures made before gen_hf.py's as_loaded() ran transformers after
+//   model.to(float16), which rounded the rotary inv_freq buffer to f16, so they differ from any model
+//   with f32 frequencies by 1.6e-5 .. 3.9e-4 (check.json, written against those); bound 5e-4 while
+//   they are the committed ones, 1e-4 once regenerated.
 TEST(LlmParity, TransformersF32Logits) {
   size_t ran = 0;
   for (const char* name : kFamilies) {
