@@ -64,6 +64,8 @@ const GGUFValue* find_typed(const GGUFFile& f, const std::string& key, GGUFType 
   return v;
 }
 
+// Callers bind the result through a pointer: GCC 13 -Wdangling-reference flags a reference bound to a call
+// with temporary arguments, although the array lives in the GGUFFile.
 const std::vector<GGUFValue>& array_of(const GGUFFile& f, const std::string& key,
                                        std::initializer_list<GGUFType> elem) {
   const GGUFValue* v = find_typed(f, key, GGUFType::Array);
@@ -119,14 +121,16 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
   }
   if (const GGUFValue* pre = find_typed(f, "tokenizer.ggml.pre", GGUFType::String)) d->pre = pre->s;
 
-  const auto& toks = array_of(f, "tokenizer.ggml.tokens", {GGUFType::String});
+  const auto* toks_p = &array_of(f, "tokenizer.ggml.tokens", {GGUFType::String});
+  const auto& toks = *toks_p;
   const size_t n = toks.size();
   if (n == 0) bad("GGUF key tokenizer.ggml.tokens", "is empty");
   d->tokens.reserve(n);
   for (const auto& t : toks) d->tokens.push_back(t.s);
 
   if (f.find("tokenizer.ggml.scores")) {
-    const auto& sc = array_of(f, "tokenizer.ggml.scores", {GGUFType::F32, GGUFType::I32});
+    const auto* sc_p = &array_of(f, "tokenizer.ggml.scores", {GGUFType::F32, GGUFType::I32});
+    const auto& sc = *sc_p;
     if (sc.size() != n)
       bad("GGUF key tokenizer.ggml.scores",
           "has " + std::to_string(sc.size()) + " entries for " + std::to_string(n) + " tokens");
@@ -135,7 +139,8 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
       d->scores.push_back(s.type == GGUFType::F32 ? static_cast<float>(s.f) : static_cast<float>(s.i));
   }
   if (f.find("tokenizer.ggml.token_type")) {
-    const auto& tt = array_of(f, "tokenizer.ggml.token_type", {GGUFType::I32});
+    const auto* tt_p = &array_of(f, "tokenizer.ggml.token_type", {GGUFType::I32});
+    const auto& tt = *tt_p;
     if (tt.size() != n)
       bad("GGUF key tokenizer.ggml.token_type",
           "has " + std::to_string(tt.size()) + " entries for " + std::to_string(n) + " tokens");
@@ -159,7 +164,8 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
     d->eos = token_id_key(f, "tokenizer.ggml.eos_token_id", 2, n);
     d->unk = token_id_key(f, "tokenizer.ggml.unknown_token_id", 0, n);
   } else {
-    const auto& merges = array_of(f, "tokenizer.ggml.merges", {GGUFType::String});
+    const auto* merges_p = &array_of(f, "tokenizer.ggml.merges", {GGUFType::String});
+    const auto& merges = *merges_p;
     d->bpe_ranks.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
       const std::string& m = merges[i].s;
