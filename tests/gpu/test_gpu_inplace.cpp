@@ -1,34 +1,20 @@
-// tests/test_inplace.cpp's cases on the GPU (slice_set, copy_from), plus synchronize and the peak
-// memory of the caching allocator. Expected values are written out by host loops here.
-#include <algorithm>
-#include <random>
-
+// tests/test_inplace.cpp's cases on the GPU (slice_set, copy_from; the shared ones are in
+// tests/inplace_cases.hpp), plus synchronize and the peak memory of the caching allocator. Expected
+// values are written out by host loops here.
+#include "inplace_cases.hpp"
 #include "test_util.hpp"
 
 using namespace wick;
 using wick::test::all_close;
-using wick::test::values;
+namespace inplace = wick::test::inplace;
 
 namespace {
 
 Device gpu() { return Device::gpu(0); }
 
-Tensor iota(const Shape& s, double first = 0) {
-  return Tensor::arange(first, first + double(shape_numel(s)), 1, DType::F32, gpu()).reshape(s);
-}
+Tensor iota(const Shape& s, double first = 0) { return inplace::iota(s, first, gpu()); }
 
-TEST(GpuSliceSet, KvCacheAppendEveryDType) {
-  for (DType dt : kAllDTypes) {
-    if (dt == DType::U8 || dt == DType::U32) continue;  // -1 is not a value of theirs
-    Tensor cache = Tensor::full({2, 5, 3}, -1, dt, gpu());
-    cache.slice_set(iota({2, 2, 3}).to_dtype(dt), 1, 1);
-    std::vector<double> want(30, -1);
-    for (size_t h = 0; h < 2; ++h)
-      for (size_t t = 0; t < 2; ++t)
-        for (size_t d = 0; d < 3; ++d) want[h * 15 + (1 + t) * 3 + d] = double(h * 6 + t * 3 + d);
-    EXPECT_TRUE(all_close(cache, want, 0, 0)) << dtype_name(dt);
-  }
-}
+TEST(GpuSliceSet, KvCacheAppendEveryDType) { inplace::kv_cache_append_every_dtype(gpu()); }
 
 TEST(GpuSliceSet, ViewsStridesAndTheScatterPath) {
   // Into a view of a bigger storage.
@@ -73,46 +59,7 @@ TEST(GpuSliceSet, ViewsStridesAndTheScatterPath) {
   EXPECT_THROW(dev.slice_set(host, 1, 0), Error);
 }
 
-TEST(GpuSliceSet, RandomViewsMatchLayoutMath) {
-  // As tests/test_inplace.cpp: random permuted and narrowed views, checked through their strides.
-  std::mt19937 rng(12345);
-  auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
-  for (int trial = 0; trial < 300; ++trial) {
-    const size_t rank = pick(1, 4);
-    Shape shape(rank);
-    for (size_t& d : shape) d = pick(1, trial % 3 == 0 && rank <= 3 ? 40 : 6);
-    Tensor base = iota(shape, 1000);
-    std::vector<double> storage = values(base);
-    std::vector<int64_t> order(rank);
-    for (size_t i = 0; i < rank; ++i) order[i] = int64_t(i);
-    std::shuffle(order.begin(), order.end(), rng);
-    Tensor view = base.permute(order);
-    for (size_t d = 0; d < rank; ++d) {
-      const size_t n = view.dim(int64_t(d)), start = pick(0, n - 1);
-      view = view.narrow(int64_t(d), start, pick(1, n - start));
-    }
-    const size_t dim = pick(0, rank - 1), n = view.dim(int64_t(dim));
-    const size_t start = pick(0, n - 1), len = pick(0, n - start);
-    Shape src_shape = view.shape();
-    src_shape[dim] = len;
-    const Tensor src = iota(src_shape);
-    view.slice_set(src, int64_t(dim), start);
-
-    const Layout& l = view.layout();
-    std::vector<size_t> idx(rank, 0);
-    for (size_t i = 0; i < src.numel(); ++i) {
-      size_t off = l.offset;
-      for (size_t d = 0; d < rank; ++d) off += (idx[d] + (d == dim ? start : 0)) * size_t(l.strides[d]);
-      storage[off] = double(i);
-      for (size_t d = rank; d-- > 0;) {
-        if (++idx[d] < src_shape[d]) break;
-        idx[d] = 0;
-      }
-    }
-    ASSERT_TRUE(all_close(base, storage, 0, 0))
-        << "trial " << trial << " view " << l.str() << " dim " << dim << " start " << start << " len " << len;
-  }
-}
+TEST(GpuSliceSet, RandomViewsMatchLayoutMath) { inplace::random_views_match_layout_math(gpu()); }
 
 TEST(GpuDeviceServices, SynchronizeAndPeakMemory) {
   Device d = gpu();
