@@ -80,6 +80,18 @@ std::string llama3_date(const std::string& tmpl) {
   return e == std::string::npos ? "26 Jul 2024" : tmpl.substr(p, e - p);
 }
 
+// A leading system message, which the llama and mistral formats take out of the turns and put
+// elsewhere: its text, and the index of the first other message.
+struct LeadingSystem {
+  bool present = false;
+  std::string text;
+  size_t first = 0;
+};
+LeadingSystem leading_system(const std::vector<ChatMessage>& msgs) {
+  if (msgs.empty() || msgs[0].role != "system") return {};
+  return {true, msgs[0].content, 1};
+}
+
 std::string render_chatml(const std::string& tmpl, const std::vector<ChatMessage>& msgs, bool gen) {
   std::string out;
   std::string def = chatml_default_system(tmpl);
@@ -98,12 +110,10 @@ std::string render_llama3(const std::string& tmpl, const std::vector<ChatMessage
   };
   // 3.1+: a system turn always, with the knowledge cut-off and date before the system message.
   if (has(tmpl, "Cutting Knowledge Date")) {
-    std::string sys;
-    if (!msgs.empty() && msgs[0].role == "system") {
-      sys = trim(msgs[0].content);
-      first = 1;
-    }
-    out += turn("system", "Cutting Knowledge Date: December 2023\nToday Date: " + llama3_date(tmpl) + "\n\n" + sys);
+    const LeadingSystem sys = leading_system(msgs);
+    first = sys.first;
+    out += turn("system",
+                "Cutting Knowledge Date: December 2023\nToday Date: " + llama3_date(tmpl) + "\n\n" + trim(sys.text));
   }
   for (size_t i = first; i < msgs.size(); ++i) out += turn(msgs[i].role, trim(msgs[i].content));
   if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
@@ -114,18 +124,11 @@ std::string render_llama3(const std::string& tmpl, const std::vector<ChatMessage
 std::string render_llama2(const std::string& tmpl, const std::vector<ChatMessage>& msgs, const std::string& bos,
                           const std::string& eos) {
   const bool strip = has(tmpl, "strip()");
-  size_t first = 0;
-  std::string sys;
-  bool have_sys = false;
-  if (!msgs.empty() && msgs[0].role == "system") {
-    sys = msgs[0].content;
-    have_sys = true;
-    first = 1;
-  }
+  const LeadingSystem sys = leading_system(msgs);
   std::string out;
-  for (size_t i = first; i < msgs.size(); ++i) {
+  for (size_t i = sys.first; i < msgs.size(); ++i) {
     std::string content = msgs[i].content;
-    if (i == first && have_sys) content = "<<SYS>>\n" + sys + "\n<</SYS>>\n\n" + content;
+    if (i == sys.first && sys.present) content = "<<SYS>>\n" + sys.text + "\n<</SYS>>\n\n" + content;
     if (strip) content = trim(content);
     if (msgs[i].role == "user")
       out += bos + "[INST] " + content + " [/INST]";
@@ -153,26 +156,19 @@ std::string render_mistral(const std::string& fmt, const std::string& tmpl, cons
     }
     return out;
   }
-  size_t first = 0;
-  std::string sys;
-  bool have_sys = false;
-  if (!msgs.empty() && msgs[0].role == "system") {
-    sys = msgs[0].content;
-    have_sys = true;
-    first = 1;
-  }
-  for (size_t i = first; i < msgs.size(); ++i) {
+  const LeadingSystem sys = leading_system(msgs);
+  for (size_t i = sys.first; i < msgs.size(); ++i) {
     const ChatMessage& m = msgs[i];
-    const bool is_first = i == first, is_last = i + 1 == msgs.size();
+    const bool is_first = i == sys.first, is_last = i + 1 == msgs.size();
     if (m.role == "user") {
       if (fmt == "mistral-v0" || fmt == "mistral-v1") {
         // v1: " [INST] " + system + "\n\n" + content + " [/INST]" on the first user turn.
         std::string lead = fmt == "mistral-v1" ? " [INST] " : "[INST] ";
-        out += lead + (is_first && have_sys ? sys + "\n\n" : "") + m.content + " [/INST]";
+        out += lead + (is_first && sys.present ? sys.text + "\n\n" : "") + m.content + " [/INST]";
       } else {
         // v3 and v3-tekken put the system message in the LAST message's turn (loop.last).
         std::string lead = fmt == "mistral-v3" ? "[INST] " : "[INST]";
-        out += lead + (is_last && have_sys ? sys + "\n\n" : "") + m.content + "[/INST]";
+        out += lead + (is_last && sys.present ? sys.text + "\n\n" : "") + m.content + "[/INST]";
       }
     } else if (m.role == "assistant") {
       if (fmt == "mistral-v0")
