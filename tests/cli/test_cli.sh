@@ -4,30 +4,14 @@
 # Usage: bash tests/cli/test_cli.sh path/to/wick
 set -u
 wick="${1:?usage: test_cli.sh path/to/wick}"
+here="$(cd "$(dirname "$0")" && pwd)"
 out="$(mktemp)"
+err="$out"  # one stream: expect_line reads the progress lines quantize writes to stderr
 tmpd="$(mktemp -d)"
 trap 'rm -f "$out"; rm -rf "$tmpd"' EXIT
 fails=0
 runs=0
-
-# expect CODE SUBSTRING -- ARGS...: runs wick ARGS, wants exit CODE and SUBSTRING in stdout+stderr
-# (an empty SUBSTRING checks the exit code only).
-expect() {
-  local code="$1" want="$2"
-  shift 3
-  runs=$((runs + 1))
-  "$wick" "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" != "$code" ]; then
-    echo "FAIL: wick $*: exit $got, want $code; output:"
-    head -c 2000 "$out"
-    fails=$((fails + 1))
-  elif [ -n "$want" ] && ! grep -qF -- "$want" "$out"; then
-    echo "FAIL: wick $*: output lacks '$want'; output:"
-    head -c 2000 "$out"
-    fails=$((fails + 1))
-  fi
-}
+source "$here/expect.sh"
 
 # help
 expect 0 "info" -- --help

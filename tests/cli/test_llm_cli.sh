@@ -13,23 +13,7 @@ trap 'rm -f "$out" "$err"; rm -rf "$tmpd"' EXIT
 fails=0
 runs=0
 
-# expect CODE SUBSTRING -- ARGS...: wants exit CODE and SUBSTRING in stdout+stderr ("" = any).
-expect() {
-  local code="$1" want="$2"
-  shift 3
-  runs=$((runs + 1))
-  "$wick" "$@" >"$out" 2>"$err"
-  local got=$?
-  if [ "$got" != "$code" ]; then
-    echo "FAIL: wick $*: exit $got, want $code; output:"
-    head -c 2000 "$out" "$err"
-    fails=$((fails + 1))
-  elif [ -n "$want" ] && ! cat "$out" "$err" | grep -qF -- "$want"; then
-    echo "FAIL: wick $*: output lacks '$want'; output:"
-    head -c 2000 "$out" "$err"
-    fails=$((fails + 1))
-  fi
-}
+source "$here/expect.sh"  # expect CODE SUBSTRING -- ARGS...; stdout in $out, stderr in $err
 
 gguf="$fx/llama2/model-f16.gguf"
 
