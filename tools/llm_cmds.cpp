@@ -72,6 +72,16 @@ struct LoadBar {
   }
 };
 
+// The dtypes --dtype and --cache-dtype take (dtype_from_name reads them).
+CLI::Validator float_dtypes() { return CLI::IsMember({"f16", "bf16", "f32"}); }
+
+// --dtype, the same in run and perplexity: load_model's dtype.
+void add_dtype_option(CLI::App& cmd, std::string& dtype) {
+  cmd.add_option("--dtype", dtype, "activations and non-quantized weights (default: f32 on cpu, f16 on a GPU)")
+      ->type_name("T")
+      ->check(float_dtypes());
+}
+
 std::unique_ptr<llm::Model> load_model(const std::string& path, const Device& dev, const std::string& dtype) {
   llm::LoadOptions o;
   o.device = dev;
@@ -295,12 +305,10 @@ LlmCommand add_run(CLI::App& root) {
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
   cmd->add_flag("--json", a->json,
                 "print one JSON object {text, prompt_ids, ids, timings, stop_reason, memory} instead of streaming");
-  cmd->add_option("--dtype", a->dtype, "activations and non-quantized weights (default: f32 on cpu, f16 on a GPU)")
-      ->type_name("T")
-      ->check(CLI::IsMember({"f16", "bf16", "f32"}));
+  add_dtype_option(*cmd, a->dtype);
   cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
       ->type_name("T")
-      ->check(CLI::IsMember({"f16", "bf16", "f32"}));
+      ->check(float_dtypes());
   cmd->footer(
       "Text streams to stdout; the loading bar and a statistics line (prompt and generation tokens/s, stop\n"
       "reason, memory: peak device memory against weights + KV cache) go to stderr.\n");
@@ -318,9 +326,7 @@ LlmCommand add_perplexity(CLI::App& root) {
   cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default)")
       ->type_name("D")
       ->check(device_validator());
-  cmd->add_option("--dtype", a->dtype, "activations and non-quantized weights (default: f32 on cpu, f16 on a GPU)")
-      ->type_name("T")
-      ->check(CLI::IsMember({"f16", "bf16", "f32"}));
+  add_dtype_option(*cmd, a->dtype);
   cmd->add_flag("--json", a->json, "one JSON object {ppl, ppl_error, nll_mean, n_ctx, n_chunks, ...}");
   cmd->footer(
       "As llama-perplexity (default mode): the text is split into chunks of --ctx tokens, each starting with BOS\n"
