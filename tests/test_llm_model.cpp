@@ -216,7 +216,8 @@ TEST(LlmModel, ProgressReportsEveryByte) {
   auto m = Model::load(kDev + "dev_qwen2/model.gguf", o);
   ASSERT_FALSE(calls.empty());
   size_t file_bytes = 0;
-  for (const auto& t : GGUFFile::open(kDev + "dev_qwen2/model.gguf").tensors()) file_bytes += t.nbytes;
+  const GGUFFile file = GGUFFile::open(kDev + "dev_qwen2/model.gguf");  // tensors() refers into it: keep it alive
+  for (const auto& t : file.tensors()) file_bytes += t.nbytes;
   EXPECT_EQ(calls.back().first, file_bytes);
   EXPECT_EQ(calls.back().second, file_bytes);
   for (size_t i = 1; i < calls.size(); ++i) EXPECT_GE(calls[i].first, calls[i - 1].first);
