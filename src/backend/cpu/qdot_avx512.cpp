@@ -567,78 +567,26 @@ void by_rows(const uint8_t* w, size_t nb, const XRow* x, int m, float* out) {
   }
 }
 
-template <int M>
-struct Q4_0F {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    nib_kernel<Nib::Q4_0, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct IQ4NLF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    nib_kernel<Nib::IQ4_NL, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q4_1F {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    nib_kernel<Nib::Q4_1, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q5_0F {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    nib_kernel<Nib::Q5_0, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q5_1F {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    nib_kernel<Nib::Q5_1, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct MXFP4F {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    nib_kernel<Nib::MXFP4, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q8_0F {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { q8_0_kernel<M>(w, nb, x, m, o); }
-};
-template <int M>
-struct Q4_KF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    q45_k_kernel<false, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q5_KF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    q45_k_kernel<true, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct IQ4XSF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { iq4_xs_kernel<M>(w, nb, x, m, o); }
-};
-template <int M>
-struct Q2_KF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    q23_k_kernel<false, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q3_KF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) {
-    q23_k_kernel<true, M>(w, nb, x, m, o);
-  }
-};
-template <int M>
-struct Q6_KF {
-  static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { q6_k_kernel<M>(w, nb, x, m, o); }
-};
+// One functor per type for by_rows (a function template cannot be a template-template argument).
+#define WICK_ROWS(NAME, CALL)                                                              \
+  template <int M>                                                                         \
+  struct NAME {                                                                            \
+    static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { CALL; } \
+  };
+WICK_ROWS(Q4_0F, (nib_kernel<Nib::Q4_0, M>(w, nb, x, m, o)))
+WICK_ROWS(IQ4NLF, (nib_kernel<Nib::IQ4_NL, M>(w, nb, x, m, o)))
+WICK_ROWS(Q4_1F, (nib_kernel<Nib::Q4_1, M>(w, nb, x, m, o)))
+WICK_ROWS(Q5_0F, (nib_kernel<Nib::Q5_0, M>(w, nb, x, m, o)))
+WICK_ROWS(Q5_1F, (nib_kernel<Nib::Q5_1, M>(w, nb, x, m, o)))
+WICK_ROWS(MXFP4F, (nib_kernel<Nib::MXFP4, M>(w, nb, x, m, o)))
+WICK_ROWS(Q8_0F, (q8_0_kernel<M>(w, nb, x, m, o)))
+WICK_ROWS(Q4_KF, (q45_k_kernel<false, M>(w, nb, x, m, o)))
+WICK_ROWS(Q5_KF, (q45_k_kernel<true, M>(w, nb, x, m, o)))
+WICK_ROWS(IQ4XSF, (iq4_xs_kernel<M>(w, nb, x, m, o)))
+WICK_ROWS(Q2_KF, (q23_k_kernel<false, M>(w, nb, x, m, o)))
+WICK_ROWS(Q3_KF, (q23_k_kernel<true, M>(w, nb, x, m, o)))
+WICK_ROWS(Q6_KF, (q6_k_kernel<M>(w, nb, x, m, o)))
+#undef WICK_ROWS
 
 }  // namespace
 
