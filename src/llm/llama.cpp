@@ -154,7 +154,7 @@ class LlamaModel : public Model {
     Tensor x = embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids);
 
     // cos/sin rows for positions pos0 .. pos0+T-1: views of a device table that covers the cache.
-    ensure_rope_table(std::max(cache.capacity(), pos0 + T));
+    ensure_rope_table(cache.capacity());  // forward() checked pos0 + T <= capacity
     const Tensor cos = cos_tab_.narrow(0, pos0, T), sin = sin_tab_.narrow(0, pos0, T);
     auto rope = [&](const Tensor& t) { return c.rope_interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
 
