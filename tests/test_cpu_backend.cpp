@@ -167,6 +167,40 @@ TEST(ThreadPool, ExceptionReachesTheCallerAndThePoolStillWorks) {
   EXPECT_EQ(total.load(), size_t(1) << 20);
 }
 
+// Back-to-back jobs of different sizes: no chunk may run for a job other than the one it was
+// claimed for, nor after parallel_chunks returned. A worker that had read the last job's claim word
+// (next chunk == its count) could once claim chunk `count` of the next, larger job before that job's
+// word was stored, so run() returned one chunk early while it still ran on the dead ctx (a segfault
+// in the quantized matvec on a 16-thread machine). Each job's ctx is poisoned when the call returns;
+// a chunk that sees the poison, an index out of range or a second run of its index fails the test.
+TEST(ThreadPool, NoChunkOutlivesItsJob) {
+  struct Job {
+    std::atomic<int> alive{1};
+    size_t chunks = 0;
+    std::atomic<int> hits[64];
+  };
+  static std::atomic<int> stray{0};
+  stray = 0;
+  auto fn = [](void* p, size_t c) {
+    Job& j = *static_cast<Job*>(p);
+    if (!j.alive.load() || c >= j.chunks || j.hits[c].fetch_add(1) != 0) stray++;
+    std::atomic<int> spin{0};  // uneven chunk lengths, so claims interleave differently
+    while (spin.fetch_add(1) < int(c % 7) * 20) {
+    }
+  };
+  int wrong = 0;
+  for (int rep = 0; rep < 20000; ++rep) {
+    Job j;
+    j.chunks = 2 + size_t(rep * 7) % 62;  // sizes that alternate up and down
+    for (auto& h : j.hits) h = 0;
+    parallel_chunks(j.chunks, fn, &j);
+    for (size_t c = 0; c < j.chunks; ++c) wrong += j.hits[c].load() != 1;
+    j.alive = 0;
+  }
+  EXPECT_EQ(stray.load(), 0) << "chunks ran outside their job (" << pool_threads() << " threads)";
+  EXPECT_EQ(wrong, 0);
+}
+
 // Several user threads at once: one gets the pool, the others run their loops inline.
 TEST(ThreadPool, ConcurrentCallers) {
   std::vector<std::thread> ts;

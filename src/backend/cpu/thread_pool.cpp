@@ -46,19 +46,26 @@ class Pool {
 
   void run(size_t chunks, void (*fn)(void*, size_t), void* ctx) {
     bool expected = false;
-    if (workers_.empty() || chunks < 2 || chunks > UINT32_MAX || t_in_chunk ||
+    if (workers_.empty() || chunks < 2 || chunks >= kClosed || t_in_chunk ||
         !busy_.compare_exchange_strong(expected, true)) {
       run_inline(chunks, fn, ctx);
       return;
     }
-    // Publish the job: the fields first, then the claim word (generation | next chunk), then the
-    // generation that wakes the workers. A worker validates every claim against the generation.
-    const uint32_t gen = uint32_t(state_.load(std::memory_order_relaxed) >> 32) + 1;  // wraps
-    fn_.store(fn, std::memory_order_relaxed);
-    ctx_.store(ctx, std::memory_order_relaxed);
-    chunks_.store(chunks, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
-    state_.store(uint64_t(gen) << 32, std::memory_order_release);
+    // Publish the job. First close the claim word to the new generation with no chunk left
+    // (kClosed): a worker that read the last job's word and then reads a field of this job must
+    // fail its claim. Without it, a worker holding the old word (last job, next chunk == its
+    // count) could claim chunk `old count` of this job before its word is stored, run it, and count
+    // it as done, so run() returned while a chunk was still running on a dead ctx (seen on a
+    // 16-thread machine: a segfault in the quantized matvec). Then the fields, then the open claim
+    // word, then the generation that wakes the workers. seq_cst throughout: a worker that reads a
+    // new field value then claims after the closing store in the single total order.
+    const uint32_t gen = uint32_t(state_.load() >> 32) + 1;  // wraps
+    state_.store((uint64_t(gen) << 32) | kClosed);
+    fn_.store(fn);
+    ctx_.store(ctx);
+    chunks_.store(chunks);
+    done_.store(0);
+    state_.store(uint64_t(gen) << 32);
     gen_.store(gen);  // seq_cst: pairs with the sleepers_ check below (no lost wake-up)
     if (sleepers_.load() > 0) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -99,16 +106,17 @@ class Pool {
   void work(uint32_t gen) {
     t_in_chunk = true;
     for (;;) {
-      uint64_t s = state_.load(std::memory_order_acquire);
+      uint64_t s = state_.load();
       if (uint32_t(s >> 32) != gen) break;
-      // Read the job before claiming: if the claim succeeds, job `gen` was still open, so the
-      // fields read were its own (they are rewritten only after all its chunks are done).
-      auto* fn = fn_.load(std::memory_order_relaxed);
-      void* ctx = ctx_.load(std::memory_order_relaxed);
-      const size_t chunks = chunks_.load(std::memory_order_relaxed);
+      // Read the job before claiming: if the claim succeeds, the word was still s, so no later
+      // job had closed it (see run()) and the fields read were job `gen`'s.
       const size_t c = size_t(uint32_t(s));
+      if (c == kClosed) break;
+      auto* fn = fn_.load();
+      void* ctx = ctx_.load();
+      const size_t chunks = chunks_.load();
       if (c >= chunks) break;
-      if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) continue;
+      if (!state_.compare_exchange_weak(s, s + 1)) continue;
       try {
         fn(ctx, c);
       } catch (...) {
@@ -140,6 +148,7 @@ class Pool {
     }
   }
 
+  static constexpr uint32_t kClosed = UINT32_MAX;  // claim index of a job being published
   const size_t threads_;
   std::vector<std::thread> workers_;
   std::atomic<bool> busy_{false};   // a caller has the pool
