@@ -11,6 +11,8 @@
 //   WICK_HAS_MMA         tensor-core WMMA on f16/bf16 with f32 accumulators (NVIDIA sm_80+)
 //   WICK_HAS_CP_ASYNC    asynchronous global -> shared copies, cp.async (NVIDIA sm_80+)
 //   WICK_WAVE_SIZE       lanes of a warp / wavefront: 64 on AMD CDNA (gfx9), else 32
+//   WICK_WAVE_ON_WARP_PAIRS  1 when a 64-lane wave is emulated on two NVIDIA warps (WICK_EMULATE_AMD)
+//   WICK_HAS_BYTE_PERM   PTX's prmt (__byte_perm) (NVIDIA; AMD and the AMD emulation compute it)
 //   WICK_DOT4            the 4-way int8 dot product with int32 accumulation (ops/dot4.hpp):
 //                        1 __dp4a (NVIDIA sm_61+), 2 __builtin_amdgcn_sdot4 (the dot1 instructions:
 //                        gfx906/908/90a/94x/950, gfx103x), 3 __builtin_amdgcn_sudot4 (gfx11, gfx12),
@@ -25,12 +27,20 @@
 #define WICK_DEVICE_HIP 0
 #define WICK_HW_F16 1
 #if __CUDA_ARCH__ >= 610
-#define WICK_DOT4 1
+#define WICK_DOT4 1  // also under the AMD emulation: AMD's sdot4 is the same signed 4-way dot
 #endif
-#if __CUDA_ARCH__ >= 800
+#if defined(WICK_EMULATE_AMD)
+// AMD's device paths on the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna|rdna, docs/gpu.md): the AMD wave
+// width (64 on CDNA: two NVIDIA warps per wave, see shfl_xor) and none of the NVIDIA-only paths.
+#define WICK_WAVE_SIZE WICK_EMULATE_WAVE
+#define WICK_WAVE_ON_WARP_PAIRS (WICK_EMULATE_WAVE == 64)
+#elif __CUDA_ARCH__ >= 800
 #define WICK_HAS_HW_BF16 1
 #define WICK_HAS_MMA 1
 #define WICK_HAS_CP_ASYNC 1
+#endif
+#if !defined(WICK_EMULATE_AMD)
+#define WICK_HAS_BYTE_PERM 1
 #endif
 #elif defined(__HIP_DEVICE_COMPILE__)
 #define WICK_DEVICE_COMPILE 1
@@ -68,6 +78,12 @@
 #endif
 #ifndef WICK_WAVE_SIZE
 #define WICK_WAVE_SIZE 32
+#endif
+#ifndef WICK_WAVE_ON_WARP_PAIRS
+#define WICK_WAVE_ON_WARP_PAIRS 0
+#endif
+#ifndef WICK_HAS_BYTE_PERM
+#define WICK_HAS_BYTE_PERM 0
 #endif
 #ifndef WICK_DOT4
 #define WICK_DOT4 0

@@ -74,7 +74,7 @@ constexpr int kNib = 0x0F0F0F0F;
 // PTX's prmt (__byte_perm): byte i of the result is byte (s >> 4i) & 7 of the 8 bytes y:x. The
 // host and AMD passes emulate it, so the CPU tests run the same selector arithmetic.
 WICK_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
-#if WICK_DEVICE_CUDA
+#if WICK_HAS_BYTE_PERM
   return __byte_perm(x, y, s);
 #else
   uint32_t r = 0;

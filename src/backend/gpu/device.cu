@@ -1,4 +1,5 @@
 // Device discovery and opening: contexts, the code-object check, backends, device info.
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -91,6 +92,12 @@ DeviceContext& open_locked(int ordinal) {
   check(gpuSetDevice(ordinal), "SetDevice");
   check(gpuGetDeviceProperties(&c->prop, ordinal), "GetDeviceProperties");
   c->arch = arch_of(c->prop);
+#if defined(WICK_EMULATE_AMD)
+  // The AMD emulation: no more shared memory per block than a gfx9/gfx11 workgroup's 64 KiB of LDS.
+  constexpr size_t kLds = 64 * 1024;
+  c->prop.sharedMemPerBlock = std::min<size_t>(c->prop.sharedMemPerBlock, kLds);
+  c->prop.sharedMemPerBlockOptin = std::min<size_t>(c->prop.sharedMemPerBlockOptin, kLds);
+#endif
   gpuFuncAttributes attr;
   gpuError_t e = gpuFuncGetAttributes(&attr, reinterpret_cast<const void*>(&probe_kernel));
   if (e != gpuSuccess) {
@@ -144,6 +151,10 @@ DeviceInfo device_info(int ordinal) {
   info.arch = c.arch;
   info.total_memory = c.prop.totalGlobalMem;
   info.warp_size = c.prop.warpSize;
+#if defined(WICK_EMULATE_AMD)  // what device code runs with (docs/gpu.md)
+  info.arch += WICK_EMULATE_WAVE == 64 ? " running AMD cdna paths (wave64 on warp pairs)" : " running AMD rdna paths";
+  info.warp_size = WICK_EMULATE_WAVE;
+#endif
   info.compute_units = c.prop.multiProcessorCount;
   return info;
 }

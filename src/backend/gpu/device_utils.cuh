@@ -3,6 +3,7 @@
 // passed by value, and the element-wise launcher with its vectorised contiguous path.
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -26,10 +27,48 @@ constexpr int kBlock = tune::kBlock;          // default block: a multiple of 64
 // with 256 threads spilled to scratch (issue 11; scripts/amd_resource_usage.sh checks it).
 #define WICK_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 
+#if WICK_WAVE_ON_WARP_PAIRS
+// The cdna emulation (-DWICK_GPU_EMULATE=cdna) runs a 64-lane wave on two NVIDIA warps: wave w of a
+// block is warps 2w and 2w+1 (linear thread ids 64w..64w+63, as AMD forms waves). A shuffle whose
+// partner lane is in the other warp goes through shared memory, the two warps meeting at named
+// barrier 1 + w (barrier 0 is __syncthreads), which only the wave's 64 threads wait for. An NVIDIA
+// block has 16 barriers, so at most 15 waves (960 threads): the AMD tuning keeps blocks <= 512.
+constexpr int kMaxEmulatedWaves = 15;
+__device__ __forceinline__ void wave_pair_barrier(unsigned wave) {
+  asm volatile("barrier.sync %0, 64;" ::"r"(wave + 1) : "memory");
+}
+__device__ __noinline__ uint32_t wave64_xor_u32(uint32_t v, int lane_mask) {
+  __shared__ uint32_t slot[kMaxEmulatedWaves][64];
+  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned id = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned wave = id / 64, lane = id % 64;
+  if (wave >= unsigned(kMaxEmulatedWaves) || (wave + 1) * 64 > threads) {
+    // On AMD this shuffle would read lanes of a wave that does not exist (a partial last wave) or
+    // the block is larger than the emulation can pair: either way, stop loudly.
+    printf("wick cdna emulation: wave64 shuffle in a block of %u threads (thread %u): %s\n", threads, id,
+           wave >= unsigned(kMaxEmulatedWaves) ? "more than 15 waves" : "the wave's other half does not exist");
+    __trap();
+  }
+  slot[wave][lane] = v;
+  wave_pair_barrier(wave);
+  const uint32_t r = slot[wave][lane ^ unsigned(lane_mask)];
+  wave_pair_barrier(wave);  // every lane has read before a later shuffle rewrites the slots
+  return r;
+}
+#endif
+
 // The one shuffle helper: full-warp xor shuffle for any warp width.
 template <class T> __device__ __forceinline__ T shfl_xor(T v, int lane_mask) {
 #if defined(__HIPCC__)
   return __shfl_xor(v, lane_mask, kWarpSize);
+#elif WICK_WAVE_ON_WARP_PAIRS
+  if (lane_mask < 32) return __shfl_xor_sync(0xffffffffu, v, lane_mask, 32);  // the partner is in this warp
+  static_assert(sizeof(T) % 4 == 0, "shfl_xor moves 32-bit words (shfl_xor_any takes other sizes)");
+  uint32_t w[sizeof(T) / 4];
+  __builtin_memcpy(w, &v, sizeof(T));
+  for (auto& x : w) x = wave64_xor_u32(x, lane_mask);
+  __builtin_memcpy(&v, w, sizeof(T));
+  return v;
 #else
   return __shfl_xor_sync(0xffffffffu, v, lane_mask, kWarpSize);
 #endif

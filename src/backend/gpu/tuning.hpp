@@ -7,7 +7,8 @@
 // multiple of 64 threads so both wave widths fill whole wavefronts.
 namespace wick::gpu::tune {
 
-#if defined(WICK_GPU_HIP)
+// The AMD values also serve the AMD emulation on NVIDIA (-DWICK_GPU_EMULATE, docs/gpu.md).
+#if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
 inline constexpr bool kAmd = true;
 #else
 inline constexpr bool kAmd = false;
@@ -25,7 +26,9 @@ inline constexpr int kNnSmallElems = 8;       // per-thread target that sets a s
 inline constexpr int kNnSmallBlock = 256;     // threads per block of grouped short rows
 inline constexpr int kNnRowElems = 16;        // per-thread target for a long row
 inline constexpr int kNnMinRowBlock = 128;    // a long row's block: multiple of 64, >= 2 wave64
-inline constexpr int kNnMaxRowBlock = 1024;   // also the block of rows too long for registers
+// Also the block of rows too long for registers. AMD: 512 (8 wave64): the cdna emulation gives each
+// 64-lane wave of a block one of the 15 named barriers an NVIDIA block has (device_utils.cuh).
+inline constexpr int kNnMaxRowBlock = kAmd ? 512 : 1024;
 inline constexpr int kNnMaxGrid = 65535 * 8;
 // softmax rows of this many columns or more take the two-pass online kernel (a block per row,
 // few registers, two blocks per SM) instead of holding the row in registers. NVIDIA: chosen

@@ -16,7 +16,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 
-#if !defined(WICK_GPU_HIP)
+#if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -24,7 +24,7 @@
 
 namespace wick::gpu {
 
-#if !defined(WICK_GPU_HIP)
+#if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
 namespace {
 
 constexpr int kBM = tune::kFlashRows;  // query rows per block
@@ -363,7 +363,7 @@ void flash_attention(DeviceContext& ctx, DType dt, const FlashOperand& q, const 
   }
 }
 
-#else  // WICK_GPU_HIP: AMD keeps the portable chunked path.
+#else  // WICK_GPU_HIP and the AMD emulation: AMD keeps the portable chunked path.
 
 bool flash_attention_supported(DeviceContext&, DType, const FlashOperand&, const FlashOperand&, const FlashOperand&,
                                const AttentionDims&) {
