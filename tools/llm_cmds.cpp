@@ -1,14 +1,19 @@
-// `wick run MODEL -p PROMPT ...` (generation, streamed to stdout) and `wick perplexity MODEL FILE`.
+// `wick run MODEL -p PROMPT ...` (generation, streamed to stdout), `wick perplexity MODEL FILE` and
+// `wick bench-llm MODEL` (prefill and decode speed, as llama-bench measures them).
 // Progress and statistics go to stderr, so stdout holds only the text (or the --json object).
 #include "llm_cmds.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -259,6 +264,261 @@ int run_perplexity(const PplArgs& a) {
   return 0;
 }
 
+// ---- bench-llm
+
+// One llama-bench test: a prefill of n_prompt tokens or a decode of n_gen tokens, with n_depth
+// tokens already in the KV cache.
+struct LlmTest {
+  size_t n_prompt = 0, n_gen = 0, n_depth = 0;
+  std::string name() const {  // llama-bench's test column: pp512, tg128, tg128 @ d8192
+    std::string s = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+    if (n_depth > 0) s += " @ d" + std::to_string(n_depth);
+    return s;
+  }
+};
+
+struct BenchLlmArgs {
+  std::string model, dtype, cache_dtype, device = "best";
+  std::vector<long long> n_prompt{512}, n_gen{128}, n_depth{0};
+  size_t reps = 5, ubatch = 512;
+  bool json = false, no_ctx_check = false;
+};
+
+// What llama-bench reports as a model's size and parameters: the bytes (as stored: quantized
+// blocks) and elements of every tensor in the file, or in the directory's *.safetensors.
+struct FileWeights {
+  size_t bytes = 0, params = 0;
+};
+
+FileWeights file_weights(const std::string& path) {
+  FileWeights w;
+  if (std::filesystem::is_directory(path)) {
+    for (const auto& e : std::filesystem::directory_iterator(path)) {
+      if (e.path().extension() != ".safetensors") continue;
+      SafeTensors st = SafeTensors::open(e.path().string());
+      for (const std::string& n : st.names()) {
+        const size_t numel = shape_numel(st.shape(n));
+        w.params += numel;
+        w.bytes += numel * dtype_size(st.dtype(n));
+      }
+    }
+  } else {
+    GGUFFile f = GGUFFile::open(path);
+    for (const GGUFTensorInfo& t : f.tensors()) {
+      w.params += t.numel();
+      w.bytes += t.nbytes;
+    }
+  }
+  return w;
+}
+
+// llama-bench's size and params columns: MiB below 1 GiB, else GiB; M below 1e9, else B.
+std::string size_column(size_t bytes) {
+  char buf[32];
+  if (bytes < (size_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(1 << 30));
+  return buf;
+}
+
+std::string params_column(size_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, n < 1000000000 ? "%.2f M" : "%.2f B", double(n) / (n < 1000000000 ? 1e6 : 1e9));
+  return buf;
+}
+
+// -p, -n and -d values: integers >= 0 (0: no test of that kind, as llama-bench).
+CLI::Validator count_value() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          size_t used = 0;
+          long long v = std::stoll(s, &used);
+          if (used == s.size() && v >= 0 && v <= (1LL << 30)) return "";
+        } catch (const std::exception&) {
+        }
+        return "takes integers >= 0 separated by commas (0: no such test), not '" + s + "'";
+      },
+      "");
+}
+
+// A command line that parsed but cannot be run (main's convention: exit 2, the command named).
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "wick bench-llm: %s\nsee `wick bench-llm --help`\n", msg.c_str());
+  return 2;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / double(v.size());
+}
+
+// The sample standard deviation (n - 1), 0 for one value, as llama-bench's stdev.
+double stddev(const std::vector<double>& v) {
+  if (v.size() <= 1) return 0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / double(v.size() - 1));
+}
+
+int run_bench_llm(const BenchLlmArgs& a) {
+  // The tests in llama-bench's order: per depth, every pp test, then every tg test.
+  std::vector<LlmTest> tests;
+  for (long long d : a.n_depth) {
+    for (long long p : a.n_prompt)
+      if (p > 0) tests.push_back({size_t(p), 0, size_t(d)});
+    for (long long n : a.n_gen)
+      if (n > 0) tests.push_back({0, size_t(n), size_t(d)});
+  }
+  if (tests.empty())
+    return usage_error(
+        "-p/--n-prompt and -n/--n-gen give no test: every value is 0 (0 skips that kind of test); "
+        "give a positive N, e.g. -n 128");
+
+  const Device dev = parse_device(a.device);
+  const FileWeights fw = file_weights(a.model);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype);
+  const llm::ModelConfig& cfg = model->config();
+  for (const LlmTest& t : tests) {
+    const size_t need = t.n_depth + t.n_prompt + t.n_gen;
+    if (need > cfg.max_position && !a.no_ctx_check)
+      return usage_error(
+          "test " + t.name() + ": -d/--n-depth " + std::to_string(t.n_depth) + " + " +
+          (t.n_prompt > 0 ? "-p/--n-prompt " + std::to_string(t.n_prompt) : "-n/--n-gen " + std::to_string(t.n_gen)) +
+          " = " + std::to_string(need) + " tokens is beyond the model's context length of " +
+          std::to_string(cfg.max_position) +
+          "; lower them, or give --no-ctx-check to run past it anyway (llama-bench does not check)");
+  }
+  // As llama-bench: the first token of each prefill and decode run is BOS when the tokenizer adds
+  // one, the others uniform random ids of the vocabulary (a fixed seed: every run the same ids).
+  int32_t bos = -1;
+  try {
+    llm::Tokenizer tok = llm::Tokenizer::load(a.model);
+    if (tok.add_bos() && tok.bos_id() >= 0 && size_t(tok.bos_id()) < cfg.vocab_size) bos = tok.bos_id();
+  } catch (const std::exception&) {  // no readable tokenizer: random ids only
+  }
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(cfg.vocab_size) - 1);
+  auto random_ids = [&](size_t n) {
+    std::vector<int32_t> ids(n);
+    for (auto& id : ids) id = pick(rng);
+    if (bos >= 0 && n > 0) ids[0] = bos;
+    return ids;
+  };
+  // A prefill as llama-bench's test_prompt: forwards of at most --ubatch tokens (llama.cpp's
+  // n_ubatch), the last token's logits to the host (what llama_decode returns), one synchronise at
+  // the end. A decode as its test_gen: one token per forward, logits to the host, synchronised.
+  auto prefill = [&](const std::vector<int32_t>& ids, llm::KvCache& cache) {
+    for (size_t done = 0; done < ids.size();) {
+      const size_t k = std::min(a.ubatch, ids.size() - done);
+      const std::vector<int32_t> chunk(ids.begin() + std::ptrdiff_t(done), ids.begin() + std::ptrdiff_t(done + k));
+      Tensor logits = model->forward(chunk, cache, false);
+      done += k;
+      if (done == ids.size()) (void)logits.to_vector<float>();
+    }
+    synchronize(dev);
+  };
+  auto decode = [&](const std::vector<int32_t>& ids, llm::KvCache& cache) {
+    for (int32_t id : ids) {
+      (void)model->forward({id}, cache, false).to_vector<float>();
+      synchronize(dev);
+    }
+  };
+
+  const std::string file = std::filesystem::path(a.model).filename().string().empty()
+                               ? std::filesystem::path(a.model).parent_path().filename().string()
+                               : std::filesystem::path(a.model).filename().string();
+  const std::optional<DType> cache_dtype =
+      a.cache_dtype.empty() ? std::nullopt : std::optional<DType>(dtype_from_name(a.cache_dtype));
+  // The KV cache's type when --cache-dtype is not given is the model's choice: ask a one-token cache.
+  const std::string dtypes =
+      std::string(dtype_name(model->dtype())) + "/" + dtype_name(cache_dtype.value_or(model->make_cache(1).dtype()));
+  if (!a.json) {
+    std::printf("| %-30s | %10s | %10s | %-8s | %-9s | %15s | %20s |\n", "model", "size", "params", "device", "dtype",
+                "test", "t/s");
+    std::printf("| %s | %s: | %s: | %s | %s | %s: | %s: |\n", std::string(30, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(9, '-').c_str(), std::string(8, '-').c_str(), std::string(9, '-').c_str(),
+                std::string(14, '-').c_str(), std::string(19, '-').c_str());
+    std::fflush(stdout);
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t ti = 0; ti < tests.size(); ++ti) {
+    const LlmTest& t = tests[ti];
+    std::fprintf(stderr, "bench-llm: [%zu/%zu] %s: warm-up, then %zu run%s\n", ti + 1, tests.size(), t.name().c_str(),
+                 a.reps, a.reps == 1 ? "" : "s");
+    std::fflush(stderr);
+    // The KV cache sized for the test (llama-bench's n_ctx = depth + n_prompt + n_gen); the depth's
+    // tokens are prefilled once, untimed, and every run starts from them (llama-bench restores the
+    // same state before each run).
+    llm::KvCache cache = model->make_cache(t.n_depth + t.n_prompt + t.n_gen, cache_dtype);
+    if (t.n_depth > 0) prefill(random_ids(t.n_depth), cache);
+    // One untimed warm-up, as llama-bench: the whole prefill, or one decoded token.
+    if (t.n_prompt > 0)
+      prefill(random_ids(t.n_prompt), cache);
+    else
+      decode(random_ids(1), cache);
+    std::vector<double> samples_ns, samples_ts;
+    for (size_t r = 0; r < a.reps; ++r) {
+      cache.truncate(t.n_depth);
+      const std::vector<int32_t> ids = random_ids(t.n_prompt > 0 ? t.n_prompt : t.n_gen);
+      synchronize(dev);
+      const auto t0 = Clock::now();
+      if (t.n_prompt > 0)
+        prefill(ids, cache);
+      else
+        decode(ids, cache);
+      const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+      samples_ns.push_back(ns);
+      samples_ts.push_back(1e9 * double(ids.size()) / ns);
+    }
+    const double avg_ts = mean(samples_ts), sd_ts = stddev(samples_ts);
+    if (a.json) {
+      rows.push_back({{"model_filename", a.model},
+                      {"model", file},
+                      {"arch", cfg.arch_name},
+                      {"model_size", fw.bytes},
+                      {"model_n_params", fw.params},
+                      {"weights_bytes", model->weight_bytes()},
+                      {"device", dev.name()},
+                      {"device_name", dev.is_cpu() ? std::string("cpu") : device_info(dev).name},
+                      {"dtype", dtype_name(model->dtype())},
+                      {"cache_dtype", dtype_name(cache.dtype())},
+                      {"n_ubatch", a.ubatch},
+                      {"n_prompt", t.n_prompt},
+                      {"n_gen", t.n_gen},
+                      {"n_depth", t.n_depth},
+                      {"test", t.name()},
+                      {"reps", a.reps},
+                      {"avg_ns", mean(samples_ns)},
+                      {"stddev_ns", stddev(samples_ns)},
+                      {"avg_ts", avg_ts},
+                      {"stddev_ts", sd_ts},
+                      {"samples_ns", samples_ns},
+                      {"samples_ts", samples_ts}});
+    } else {
+      char ts[64];
+      std::snprintf(ts, sizeof ts, "%.2f ± %.2f", avg_ts, sd_ts);
+      // "±" is two bytes: one more column of printf width keeps the table aligned.
+      std::printf("| %-30s | %10s | %10s | %-8s | %-9s | %15s | %21s |\n", file.c_str(), size_column(fw.bytes).c_str(),
+                  params_column(fw.params).c_str(), dev.name().c_str(), dtypes.c_str(), t.name().c_str(), ts);
+      std::fflush(stdout);
+    }
+  }
+  if (a.json) {
+    std::printf("%s\n", rows.dump(1).c_str());
+  } else {
+    const std::string where = dev.is_cpu() ? dev.name() : dev.name() + " (" + device_info(dev).name + ")";
+    std::printf(
+        "\nwick %s, %s, dtype %s (activations/KV cache), %zu run%s after a warm-up, prefill in forwards "
+        "of <= %zu tokens\n",
+        WICK_VERSION, where.c_str(), dtypes.c_str(), a.reps, a.reps == 1 ? "" : "s", a.ubatch);
+  }
+  return 0;
+}
+
 }  // namespace
 
 LlmCommand add_run(CLI::App& root) {
@@ -333,6 +593,50 @@ LlmCommand add_perplexity(CLI::App& root) {
       "when the tokenizer adds one; the logits of the second half score the next token; PPL = exp(mean NLL), with\n"
       "llama-perplexity's error estimate.\n");
   return {cmd, [a] { return run_perplexity(*a); }};
+}
+
+LlmCommand add_bench_llm(CLI::App& root) {
+  CLI::App* cmd =
+      root.add_subcommand("bench-llm", "prefill (pp) and decode (tg) tokens/s of an LLM, measured as llama-bench does");
+  auto a = std::make_shared<BenchLlmArgs>();
+  cmd->add_option("MODEL", a->model, "a .gguf file or a Hugging Face directory")->required()->check(CLI::ExistingPath);
+  cmd->add_option("-p,--n-prompt", a->n_prompt, "prefill tests of N tokens; 0: none (default 512)")
+      ->type_name("N[,N...]")
+      ->delimiter(',')
+      ->check(count_value());
+  cmd->add_option("-n,--n-gen", a->n_gen, "decode tests of N tokens; 0: none (default 128)")
+      ->type_name("N[,N...]")
+      ->delimiter(',')
+      ->check(count_value());
+  cmd->add_option("-d,--n-depth", a->n_depth, "tokens already in the KV cache before each test (default 0)")
+      ->type_name("N[,N...]")
+      ->delimiter(',')
+      ->check(count_value());
+  cmd->add_option("-r,--repetitions", a->reps, "timed runs of each test (default 5)")
+      ->type_name("R")
+      ->check(positive_size());
+  cmd->add_option("--ubatch", a->ubatch, "a prefill runs in forwards of at most N tokens (llama.cpp's n_ubatch; 512)")
+      ->type_name("N")
+      ->check(positive_size());
+  cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default: the first GPU, else cpu)")
+      ->type_name("D")
+      ->check(device_validator());
+  add_dtype_option(*cmd, a->dtype);
+  cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
+      ->type_name("T")
+      ->check(float_dtypes());
+  cmd->add_flag("--no-ctx-check", a->no_ctx_check,
+                "run tests whose depth + N passes the model's context length (llama-bench does not check it)");
+  cmd->add_flag("--json", a->json,
+                "a JSON array, one object per test (llama-bench's field names: avg_ts, stddev_ts, samples_ts, ...)");
+  cmd->footer(
+      "As llama-bench: a pp test prefills N random token ids (BOS first when the tokenizer adds one) in forwards of\n"
+      "--ubatch tokens; a tg test decodes N tokens one forward at a time, each synchronised. The KV cache is sized\n"
+      "for the test and holds -d tokens before it (prefilled once, untimed; empty without -d). One untimed warm-up,\n"
+      "then -r timed runs, each between two device synchronisations; t/s is the mean +/- the (sample) standard\n"
+      "deviation of the runs' tokens/s. Tests run per depth: every pp, then every tg.\n"
+      "The table (markdown) and --json go to stdout, loading and progress to stderr.\n");
+  return {cmd, [a] { return run_bench_llm(*a); }};
 }
 
 }  // namespace wick::cli

@@ -1,5 +1,5 @@
 #pragma once
-// `wick run` and `wick perplexity`: the LLM runtime's subcommands. Each add_* declares its
+// `wick run`, `wick perplexity` and `wick bench-llm`: the LLM runtime's subcommands. Each add_* declares its
 // subcommand on root and returns it with the body main() runs after a clean parse.
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -11,5 +11,6 @@ using LlmCommand = std::pair<CLI::App*, std::function<int()>>;
 
 LlmCommand add_run(CLI::App& root);
 LlmCommand add_perplexity(CLI::App& root);
+LlmCommand add_bench_llm(CLI::App& root);
 
 }  // namespace wick::cli

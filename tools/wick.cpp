@@ -1,5 +1,5 @@
 // The `wick` command: info (devices, or a GGUF/safetensors file), quantize, check (op parity harness), bench, ops,
-// run and perplexity (an LLM: tools/llm_cmds.cpp).
+// run, perplexity and bench-llm (an LLM: tools/llm_cmds.cpp).
 // One CLI11 parser for every subcommand. A command is one add_* function: it declares its
 // subcommand, help text and typed options, and returns the body main() runs after a clean parse.
 // Exit codes: 0 success; 1 a check failed or the library raised wick::Error; 2 a command line
@@ -501,7 +501,8 @@ int main(int argc, char** argv) {
   app.footer("`wick <command> --help` describes a command's options.\n");
   std::vector<Command> commands = {add_info(app),  add_quantize(app), add_check(app), add_bench(app),
                                    add_ops(app)};
-  for (auto [cmd, run] : {wick::cli::add_run(app), wick::cli::add_perplexity(app)}) commands.push_back({cmd, run});
+  for (auto [cmd, run] : {wick::cli::add_run(app), wick::cli::add_perplexity(app), wick::cli::add_bench_llm(app)})
+    commands.push_back({cmd, run});
   std::string names;
   for (const Command& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
 
