@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `wick run` and `wick perplexity` on the tiny fixture models (tests/fixtures/llm): text on stdout,
+# `wick run`, `wick perplexity` and `wick bench-llm` on the tiny fixture models (tests/fixtures/llm): text on stdout,
 # exit 0; bad inputs exit non-zero with a message naming the problem, never a crash.
 # Usage: bash tests/cli/test_llm_cli.sh path/to/wick
 set -u
@@ -76,5 +76,40 @@ printf 'too short' >"$tmpd/short.txt"
 expect 1 "at least" -- perplexity "$gguf" "$tmpd/short.txt" --ctx 128 --device cpu
 expect 1 "context" -- run "$gguf" -p "The licence grants you the right to copy" -n 4 --ctx 3 --device cpu
 
-echo "$((runs - fails)) of $runs wick run/perplexity checks passed"
+# bench-llm: llama-bench's table (one row per test), --json rows, bad inputs exit 2 naming the option
+q4="$fx/llama2/model-q4_0.gguf"
+expect 0 "| model" -- bench-llm "$q4" -p 16 -n 8 -r 2 --device cpu
+for t in pp16 tg8; do
+  grep -q "^| model-q4_0.gguf .*| *$t | .* ± " "$out" || { echo "FAIL: bench-llm: no $t row:"; cat "$out"; fails=$((fails + 1)); }
+done
+[ "$(grep -c '^| model-q4_0' "$out")" = 2 ] || { echo "FAIL: bench-llm: not 2 rows:"; cat "$out"; fails=$((fails + 1)); }
+grep -q "loading" "$err" || { echo "FAIL: bench-llm: no load progress:"; cat "$err"; fails=$((fails + 1)); }
+expect 0 "" -- bench-llm "$q4" -p 8,16 -n 4 -d 0,32 -r 2 --device cpu --json
+if command -v python3 >/dev/null && [ -s "$out" ]; then
+  python3 - "$out" <<'EOF' || fails=$((fails + 1))
+import json, sys
+rows = json.load(open(sys.argv[1]))
+want = ["pp8", "pp16", "tg4", "pp8 @ d32", "pp16 @ d32", "tg4 @ d32"]  # llama-bench's order
+ok = [r["test"] for r in rows] == want
+for r in rows:
+    ok = ok and r["avg_ts"] > 0 and r["stddev_ts"] >= 0 and len(r["samples_ts"]) == 2 and r["device"] == "cpu"
+    ok = ok and r["model_size"] == 849920 and r["model_n_params"] == 1443072  # llama-bench's numbers for this file
+    n = r["n_prompt"] + r["n_gen"]
+    ok = ok and all(abs(ts - 1e9 * n / ns) <= 1e-6 * ts for ts, ns in zip(r["samples_ts"], r["samples_ns"]))
+if not ok:
+    print("FAIL: wick bench-llm --json:", json.dumps(rows)[:2000])
+    sys.exit(1)
+EOF
+fi
+expect 0 "tg4 @ d520" -- bench-llm "$q4" -p 0 -n 4 -d 520 -r 1 --device cpu --no-ctx-check
+expect 2 "--n-depth" -- bench-llm "$q4" -p 0 -n 8 -d 510 --device cpu
+grep -q "context length of 512" "$err" || { echo "FAIL: bench-llm: no context message:"; cat "$err"; fails=$((fails + 1)); }
+expect 2 "--bogus" -- bench-llm "$q4" --bogus
+expect 2 "--n-gen" -- bench-llm "$q4" -n -1
+expect 2 "--n-gen" -- bench-llm "$q4" -p 0 -n 0
+expect 2 "--n-prompt" -- bench-llm "$q4" -p 16,x
+expect 2 "--repetitions" -- bench-llm "$q4" -r 0
+expect 2 "nosuch.gguf" -- bench-llm "$tmpd/nosuch.gguf"
+
+echo "$((runs - fails)) of $runs wick run/perplexity/bench-llm checks passed"
 [ "$fails" = 0 ]
