@@ -62,6 +62,11 @@ done < <(find "$models" -maxdepth 1 -name '*.gguf' | sort)
 # shellcheck disable=SC2016  # the quotes are literal text in the message; $only expands
 [ ${#ggufs[@]} -gt 0 ] || die "no .gguf file in '$models'${only:+ matching '$only'}"
 command -v python3 >/dev/null || die "python3 is needed for the table"
+case "$bw" in
+  wick | torch) ;;
+  *) python3 -c 'import sys; v = float(sys.argv[1]); sys.exit(0 if v > 0 else 1)' "$bw" 2>/dev/null ||
+       die "--bw takes bytes/s (e.g. 4.2e12), wick or torch, not '$bw'" ;;
+esac
 if [ -z "$out" ]; then out="$(mktemp -d /tmp/llm_vs_llamacpp.XXXXXX)"; fi
 mkdir -p "$out" || die "cannot make '$out'"
 wick_dev=(); [ -n "$device" ] && wick_dev=(--device "$device")
@@ -88,8 +93,6 @@ print(2 * 4 * n * 20 / (time.perf_counter() - t))
 EOF
 )" || die "the torch copy failed: $(tail -3 "$out/copy_torch.err")"
     bw_how="measured now: torch dst.copy_(src) of 1 GiB on cuda, bytes read + written" ;;
-  *) python3 -c 'import sys; v = float(sys.argv[1]); sys.exit(0 if v > 0 else 1)' "$bw" 2>/dev/null ||
-       die "--bw takes bytes/s (e.g. 4.2e12), wick or torch, not '$bw'" ;;
 esac
 
 # Each file: llama-bench, then wick, for pp+tg and then for tg at depth.
