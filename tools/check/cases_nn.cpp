@@ -32,6 +32,11 @@ const AttnShape kAttn[] = {
     // key tiles, diagonal tiles, decode, grouped heads.
     {"d64,causal", 1, 2, 2, 70, 70, 64, 64, true, 0},  {"d128,decode", 2, 2, 1, 1, 130, 128, 128, true, 0},
     {"d128,gqa", 1, 4, 2, 100, 100, 128, 128, false, 0}, {"d64,kv_cache,causal", 2, 2, 1, 70, 150, 64, 64, true, 0.2},
+    // Up to 8 query rows per KV head with at least as many runs of 256 keys as heads per KV head
+    // take the split-key decode kernel on the GPU (f16/bf16): a partial last run, causal rows that
+    // see different keys, d != dv, d = 256.
+    {"decode,gqa8,long", 1, 8, 1, 1, 2100, 64, 64, true, 0}, {"decode,2tok,gqa4", 2, 8, 2, 2, 1100, 32, 48, true, 0},
+    {"decode,d256,3tok", 1, 2, 2, 3, 513, 256, 256, false, 0},
 };
 
 }  // namespace

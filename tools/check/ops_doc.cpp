@@ -106,8 +106,9 @@ std::vector<OpRow> backend_op_rows() {
        "bf16 f16 f32 f64",
        {"attention"},
        "run",
-       "run (kernels/attention_flash.cu for f16/bf16 head dim 64/128 on sm_80+; kernels/attention.cu otherwise)",
-       "compiled (kernels/attention.cu: rocBLAS)"},
+       "run (kernels/attention_decode.cu for <= 8 query rows per KV head; kernels/attention_flash.cu for f16/bf16 "
+       "head dim 64/128 on sm_80+; kernels/attention.cu otherwise)",
+       "compiled (kernels/attention_decode.cu; kernels/attention.cu: rocBLAS)"},
       {"quantized",
        "dequantize (QTensor -> f32, f16, bf16), bit for bit the CPU's",
        "bf16 f16 f32 out",

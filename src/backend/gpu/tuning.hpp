@@ -42,6 +42,12 @@ inline constexpr int kNnRopeBlock = 256;
 inline constexpr int kAttnRows = 512;
 inline constexpr long long kAttnScoreBytes = 256ll << 20;
 inline constexpr int kAttnRowBlock = 256;  // multiple of 64
+// Decode attention (kernels/attention_decode.cu: up to kAttnDecodeRows query rows per KV head, the
+// keys split over blocks): keys per block, one per thread in the score pass. First choice, measured
+// only as a whole on an H100 (docs/performance.md): 8192 keys of a 4-KV-head model make 128 blocks.
+inline constexpr int kAttnDecodeKeys = 256;
+inline constexpr int kAttnDecodeRows = 8;
+inline constexpr int kAttnDecodeMaxDim = 256;
 // Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
 // (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
 // FlashAttention-2's forward tiles for these head dims; unmeasured.

@@ -13,6 +13,7 @@
 #include "backend/gpu/blas.hpp"
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/gpu/kernels/attention_decode.hpp"
 #include "backend/gpu/kernels/attention_flash.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/nn.hpp"
@@ -232,6 +233,11 @@ StoragePtr GpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
   };
   const int64_t es = int64_t(dtype_size(dtype_));
   const FlashOperand fq = flash_op(q, es), fk = flash_op(k, es), fv = flash_op(v, es);
+  // A few query rows per KV head (decode): the keys split over blocks (attention_decode.cu).
+  if (attention_decode_supported(dtype_, fq, fk, fv, a)) {
+    attention_decode(ctx(), ordinal(), dtype_, fq, fk, fv, out->data(), a);
+    return out;
+  }
   if (flash_attention_supported(ctx(), dtype_, fq, fk, fv, a)) {
     flash_attention(ctx(), dtype_, fq, fk, fv, out->data(), a);
     return out;
