@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI for the GPU builds, on a machine without a GPU: compile and link everything (library,
 # tests, tools) with warnings as errors
-#  1. for ROCm inside the Debian roots of rocm_root.sh, as WICK_CI_ROCM_SUITES says (default: forky):
+#  1. for ROCm inside the Debian roots of rocm_root.sh, as WICK_CI_ROCM_SUITES says (default: both):
 #     forky (Debian testing: HIP 6.4, clang 21) for gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201 with
 #     ctest there (CPU tests pass, GPU suites skip: no device); trixie (Debian 13's ROCm 5.7, what
 #     stable users have) for gfx90a;gfx942;gfx1030;gfx1100. In each the built `wick info` must exit 0,
@@ -12,7 +12,7 @@
 #  2. for CUDA with /usr/local/cuda/bin/nvcc (skipped, saying why, when it is missing), as
 #     WICK_CI_CUDA_BUILDS says (default "native emulate-cdna"): native for WICK_CI_CUDA_TARGETS (90),
 #     and AMD's device paths for the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna) for the same targets.
-# Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_CI_ROCM_SUITES ("forky", "forky trixie",
+# Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_CI_ROCM_SUITES ("forky trixie", "forky",
 #   "" for none), WICK_CI_ROCM_BUILD (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
 #   WICK_CI_CUDA_BUILDS ("native emulate-cdna emulate-rdna", "" for none), WICK_CI_CUDA_TARGETS (90),
 #   WICK_CI_CUDA_BUILD (prefix, default /tmp/wick-ci-cuda), WICK_CI_LOGS (build logs, default
@@ -156,8 +156,8 @@ mkdir -p "$logs"
 
 # WICK_CI_ROCM_SUITES picks the roots: forky (Debian testing: HIP 6.4, clang 21) builds every
 # target, RDNA4 included, and runs ctest there; trixie (Debian 13's ROCm 5.7, what stable users
-# have) builds the four targets it knows. CI runs forky alone (time: docs/gpu.md).
-for suite in ${WICK_CI_ROCM_SUITES-forky}; do
+# have) builds the four targets it knows. .ci/run calls this once per build, in its priority order.
+for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do
   case "$suite" in
     forky) rocm_build_in forky "gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201" 1 ;;
     trixie) rocm_build_in trixie "gfx90a;gfx942;gfx1030;gfx1100" 0 ;;
