@@ -29,9 +29,64 @@ inline void kv_cache_append_every_dtype(const Device& dev) {
   }
 }
 
+// slice_set with the start in a tensor of every index dtype: cache (2, 5, 3) = -1, src (2, 2, 3) =
+// 0..11 at rows [r, r + 2) of dim 1, where r is the start clamped to [0, 3].
+inline void tensor_start_every_dtype_and_clamp(const Device& dev) {
+  struct Start {
+    DType dt;
+    double given;
+    size_t row;  // where the rows go
+  };
+  const Start starts[] = {{DType::U8, 2, 2},   {DType::U32, 0, 0},           {DType::I16, 1, 1},
+                          {DType::I32, 3, 3},  {DType::I64, 2, 2},           {DType::U8, 4, 3},
+                          {DType::U8, 255, 3}, {DType::U32, 4294967295., 3}, {DType::I16, -1, 0},
+                          {DType::I32, -7, 0}, {DType::I64, -1e12, 0},       {DType::I64, 1e12, 3}};
+  for (const Start& st : starts) {
+    Tensor cache = Tensor::full({2, 5, 3}, -1, DType::F32, dev);
+    cache.slice_set(iota({2, 2, 3}, 0, dev), 1, Tensor::full({1}, st.given, st.dt, dev));
+    std::vector<double> want(30, -1);
+    for (size_t h = 0; h < 2; ++h)
+      for (size_t t = 0; t < 2; ++t)
+        for (size_t d = 0; d < 3; ++d) want[h * 15 + (st.row + t) * 3 + d] = double(h * 6 + t * 3 + d);
+    EXPECT_TRUE(all_close(cache, want, 0, 0)) << dtype_name(st.dt) << " " << st.given;
+  }
+}
+
+// A (1, 2, 8, 4) KV-cache view (rows 1..8 of a (1, 2, 10, 4) storage = 100..) written at dim 2
+// from a permuted (b, t, h, d) source, with rank-0 and offset start tensors, one of them clamped;
+// then sources and starts that share the destination's storage.
+inline void tensor_start_views(const Device& dev) {
+  Tensor base = iota({1, 2, 10, 4}, 100, dev);
+  Tensor cache = base.narrow(2, 1, 8);
+  const Tensor src = iota({1, 3, 2, 4}, 0, dev).permute({0, 2, 1, 3});  // (1, 2, 3, 4), src[h][t][d] = (t*2+h)*4+d
+  auto expect_rows = [&](std::vector<double>& want, size_t row) {
+    for (size_t h = 0; h < 2; ++h)
+      for (size_t t = 0; t < 3; ++t)
+        for (size_t d = 0; d < 4; ++d) want[(h * 10 + 1 + row + t) * 4 + d] = double((t * 2 + h) * 4 + d);
+  };
+  std::vector<double> want = values(iota({1, 2, 10, 4}, 100, Device::cpu()));
+  cache.slice_set(src, 2, Tensor::full({}, 2, DType::I32, dev));  // view rows 2..4
+  expect_rows(want, 2);
+  EXPECT_TRUE(all_close(base, want, 0, 0));
+  // start 7 (element 7 of an arange, a view with an offset) clamps to 8 - 3 = 5: rows 5..7.
+  cache.slice_set(src, -2, Tensor::arange(0, 10, 1, DType::I64, dev).narrow(0, 7, 1).reshape({1, 1}));
+  expect_rows(want, 5);
+  EXPECT_TRUE(all_close(base, want, 0, 0));
+
+  // The source overlaps the destination: read out first (as memmove).
+  Tensor x = iota({10}, 0, dev);
+  x.slice_set(x.narrow(0, 0, 5), 0, Tensor::full({1}, 2, DType::U32, dev));
+  EXPECT_TRUE(all_close(x, {0, 1, 0, 1, 2, 3, 4, 7, 8, 9}, 0, 0));
+  // The start is an element the write overwrites: it is read before (0, not 9 clamped to 3).
+  Tensor ids = Tensor::zeros({5}, DType::I64, dev);
+  ids.slice_set(Tensor::full({2}, 9, DType::I64, dev), 0, ids.narrow(0, 0, 1));
+  EXPECT_TRUE(all_close(ids, {9, 9, 0, 0, 0}, 0, 0));
+}
+
 // Random bases, permuted and narrowed into views, written at random ranges; the expectation
-// applies each element through the view's strides on a host copy of the storage.
-inline void random_views_match_layout_math(const Device& dev) {
+// applies each element through the view's strides on a host copy of the storage. tensor_start:
+// the start goes in a tensor of a random index dtype instead.
+inline void random_views_match_layout_math(const Device& dev, bool tensor_start = false) {
   std::mt19937 rng(12345);
   auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
   for (int trial = 0; trial < 300; ++trial) {
@@ -53,7 +108,12 @@ inline void random_views_match_layout_math(const Device& dev) {
     Shape src_shape = view.shape();
     src_shape[dim] = len;
     const Tensor src = iota(src_shape, 0, dev);
-    view.slice_set(src, int64_t(dim), start);
+    if (tensor_start) {
+      const DType sdt[] = {DType::U8, DType::U32, DType::I16, DType::I32, DType::I64};
+      view.slice_set(src, int64_t(dim), Tensor::full({}, double(start), sdt[trial % 5], dev));
+    } else {
+      view.slice_set(src, int64_t(dim), start);
+    }
 
     const Layout& l = view.layout();
     std::vector<size_t> idx(rank, 0);

@@ -1,5 +1,6 @@
-// In-place writes (Tensor::slice_set, copy_from) and the device services added with them
-// (synchronize, peak memory) on the CPU. Expected values are written out by host loops here.
+// In-place writes (Tensor::slice_set with a size_t or a tensor start, copy_from) and the device
+// services added with them (synchronize, peak memory) on the CPU. Expected values are written out
+// by host loops here.
 // tests/gpu/test_gpu_inplace.cpp runs the same cases on a GPU (shared ones: tests/inplace_cases.hpp).
 #include <functional>
 
@@ -112,6 +113,50 @@ TEST(SliceSet, Errors) {
   m = error_of([&] { bc.slice_set(Tensor::zeros({2, 3}, DType::F32), 0, 1); });
   EXPECT_NE(m.find("broadcast view"), std::string::npos) << m;
   EXPECT_TRUE(all_close(cache, std::vector<double>(30, 0), 0, 0));  // failures wrote nothing
+}
+
+TEST(SliceSetTensorStart, EveryStartDTypeAndClamping) { inplace::tensor_start_every_dtype_and_clamp(Device::cpu()); }
+TEST(SliceSetTensorStart, KvCacheViewsAndOverlap) { inplace::tensor_start_views(Device::cpu()); }
+TEST(SliceSetTensorStart, RandomViewsMatchLayoutMath) { inplace::random_views_match_layout_math(Device::cpu(), true); }
+
+TEST(SliceSetTensorStart, Errors) {
+  Tensor cache = Tensor::zeros({2, 5, 3}, DType::F16);
+  const Tensor src = Tensor::zeros({2, 2, 3}, DType::F16), at1 = Tensor::full({1}, 1, DType::I32);
+  auto kind_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::Internal;
+  };
+  // The start: an integer, exactly one element.
+  std::string m = error_of([&] { cache.slice_set(src, 1, Tensor::full({1}, 1, DType::F32)); });
+  EXPECT_NE(m.find("slice_set: start must hold one integer"), std::string::npos) << m;
+  EXPECT_EQ(kind_of([&] { cache.slice_set(src, 1, Tensor::full({1}, 1, DType::BF16)); }), ErrorKind::DType);
+  m = error_of([&] { cache.slice_set(src, 1, Tensor::full({2}, 1, DType::I64)); });
+  EXPECT_NE(m.find("slice_set: start must hold one integer"), std::string::npos) << m;
+  EXPECT_EQ(kind_of([&] { cache.slice_set(src, 1, Tensor::zeros({0}, DType::I64)); }), ErrorKind::Shape);
+  m = error_of([&] { cache.slice_set(src, 1, Tensor()); });
+  EXPECT_NE(m.find("slice_set"), std::string::npos) << m;
+  // The shapes, dtypes and dims as slice_set with a size_t start.
+  m = error_of([&] { cache.slice_set(Tensor::zeros({2, 1, 4}, DType::F16), 1, at1); });
+  EXPECT_NE(m.find("every dim except dim 1"), std::string::npos) << m;
+  m = error_of([&] { cache.slice_set(Tensor::zeros({2, 6, 3}, DType::F16), 1, at1); });
+  EXPECT_NE(m.find("larger capacity"), std::string::npos) << m;
+  m = error_of([&] { cache.slice_set(Tensor::zeros({2, 1, 3}, DType::F32), 1, at1); });
+  EXPECT_NE(m.find("slice_set"), std::string::npos) << m;
+  m = error_of([&] { cache.slice_set(src, 3, at1); });
+  EXPECT_NE(m.find("slice_set"), std::string::npos) << m;
+  m = error_of([&] { cache.slice_set(Tensor::zeros({2, 2}, DType::F16), 1, at1); });
+  EXPECT_NE(m.find("slice_set"), std::string::npos) << m;
+  Tensor bc = Tensor::zeros({1, 3}, DType::F32).broadcast_as({4, 3});
+  m = error_of([&] { bc.slice_set(Tensor::zeros({2, 3}, DType::F32), 0, at1); });
+  EXPECT_NE(m.find("broadcast view"), std::string::npos) << m;
+  EXPECT_TRUE(all_close(cache, std::vector<double>(30, 0), 0, 0));  // failures wrote nothing
+  // A zero-row source writes nothing, whatever the start.
+  cache.slice_set(Tensor::zeros({2, 0, 3}, DType::F16), 1, Tensor::full({1}, 9, DType::U8));
+  EXPECT_TRUE(all_close(cache, std::vector<double>(30, 0), 0, 0));
 }
 
 TEST(CopyFrom, WholeViewsOverlapAndScalars) {

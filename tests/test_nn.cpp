@@ -518,3 +518,121 @@ TEST(NnSoftmaxDim, Errors) {
   EXPECT_EQ(Tensor::zeros({0, 3}, DType::F32).softmax(0).shape(), (Shape{0, 3}));
 }
 
+// ---- attention_kv_len: each batch against attention() on its first L keys (attention itself is
+// checked against the PyTorch fixture above), and hand arithmetic.
+namespace {
+
+// attention() of each batch on k/v narrowed to lens[b] keys, stacked back along the batch.
+Tensor attention_narrowed(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<size_t>& lens,
+                          bool causal, std::optional<double> scale = std::nullopt) {
+  std::vector<Tensor> outs;
+  for (size_t b = 0; b < q.dim(0); ++b) {
+    const int64_t bi = int64_t(b);
+    outs.push_back(attention(q.narrow(0, bi, 1), k.narrow(0, bi, 1).narrow(2, 0, lens[b]),
+                             v.narrow(0, bi, 1).narrow(2, 0, lens[b]), causal, scale));
+  }
+  return Tensor::cat(outs, 0);
+}
+
+}  // namespace
+
+TEST_P(ByAttnFloat, AttentionKvLenIsAttentionOnTheFirstKeys) {
+  const DType dt = GetParam();
+  int n = 0;
+  // b = 2 with different lengths, grouped-query heads (8 on 2), one and three query rows.
+  for (size_t tq : {1, 3}) {
+    Tensor q = Tensor::randn({2, 8, tq, 16}, DType::F32, Device::cpu(), 60 + tq).to_dtype(dt);
+    Tensor k = Tensor::randn({2, 2, 40, 16}, DType::F32, Device::cpu(), 62).to_dtype(dt);
+    Tensor v = Tensor::randn({2, 2, 40, 12}, DType::F32, Device::cpu(), 63).to_dtype(dt);
+    for (bool causal : {false, true}) {
+      for (DType lt : {DType::U32, DType::I32, DType::I64}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " t_q " + std::to_string(tq) + (causal ? " causal " : " ") +
+                     dtype_name(lt));
+        Tensor lens = Tensor::from_vector(std::vector<int64_t>{7, 33}, {2}).to_dtype(lt);
+        // the same arithmetic over fewer keys: equal to the last bit
+        EXPECT_TRUE(all_close(attention_kv_len(q, k, v, lens, causal),
+                              wick::test::values(attention_narrowed(q, k, v, {7, 33}, causal)), 0, 0));
+        ++n;
+      }
+      // strided q/k/v ((b, t, h, d) storage), a strided kv_len (every other element) and a scale
+      Tensor lens2 = Tensor::from_vector(std::vector<int32_t>{40, -1, 5, -1}, {2, 2}).narrow(1, 0, 1).squeeze(1);
+      EXPECT_TRUE(all_close(attention_kv_len(as_bthd(q), as_bthd(k), as_offset(v), lens2, causal, 0.3),
+                            wick::test::values(attention_narrowed(q, k, v, {40, 5}, causal, 0.3)), 0, 0));
+    }
+  }
+  EXPECT_EQ(n, 12);
+}
+
+TEST_P(ByAttnFloat, AttentionKvLenClampsAndSharesOneLength) {
+  const DType dt = GetParam();
+  Tensor q = Tensor::randn({3, 4, 3, 8}, DType::F32, Device::cpu(), 70).to_dtype(dt);
+  Tensor k = Tensor::randn({3, 4, 20, 8}, DType::F32, Device::cpu(), 71).to_dtype(dt);
+  Tensor v = Tensor::randn({3, 4, 20, 8}, DType::F32, Device::cpu(), 72).to_dtype(dt);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)) + (causal ? " causal" : ""));
+    // 0 and -5 are raised to 1 key (causal: t_q = 3 keys), 1000 lowered to t_kv = 20.
+    const size_t lo = causal ? 3 : 1;
+    Tensor lens = Tensor::from_vector(std::vector<int64_t>{0, -5, 1000}, {3});
+    EXPECT_TRUE(all_close(attention_kv_len(q, k, v, lens, causal),
+                          wick::test::values(attention_narrowed(q, k, v, {lo, lo, 20}, causal)), 0, 0));
+    Tensor big = Tensor::from_vector(std::vector<uint32_t>{4294967295u, 2, 19}, {3});
+    const size_t two = causal ? 3 : 2;
+    EXPECT_TRUE(all_close(attention_kv_len(q, k, v, big, causal),
+                          wick::test::values(attention_narrowed(q, k, v, {20, two, 19}, causal)), 0, 0));
+    // one length for every batch: shape (1), a scalar, (1, 1)
+    for (const Shape& s : {Shape{1}, Shape{}, Shape{1, 1}}) {
+      Tensor one = Tensor::full(s, 11, DType::I32);
+      EXPECT_TRUE(all_close(attention_kv_len(q, k, v, one, causal),
+                            wick::test::values(attention_narrowed(q, k, v, {11, 11, 11}, causal)), 0, 0));
+    }
+  }
+}
+
+TEST(NnHand, AttentionKvLen) {
+  // Keys past each batch's length hold NaN: they must not be read. Batch 0 sees one key (the
+  // output is its value); batch 1 two keys with scores 0 and ln 3 (weights 1/4, 3/4).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double l3 = std::log(3.0) * std::sqrt(2.0);
+  Tensor q = Tensor::from_vector(std::vector<double>{1, 0, 1, 0}, {2, 1, 1, 2});
+  Tensor k = Tensor::from_vector(std::vector<double>{5, -7, nan, nan, nan, nan,  //
+                                                     0, 0, l3, 0, nan, nan},
+                                 {2, 1, 3, 2});
+  Tensor v = Tensor::from_vector(std::vector<double>{3, 4, nan, nan, nan, nan,  //
+                                                     4, 0, 0, 8, nan, nan},
+                                 {2, 1, 3, 2});
+  Tensor lens = Tensor::from_vector(std::vector<int32_t>{1, 2}, {2});
+  EXPECT_TRUE(all_close(attention_kv_len(q, k, v, lens), {3, 4, 1, 6}, 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(attention_kv_len(q, k, v, lens, true), {3, 4, 1, 6}, 1e-14, 1e-14));
+  // causal with t_q = 2 and L = 2 in a 3-key cache: the first query sees only the first key.
+  Tensor q2 = Tensor::from_vector(std::vector<double>{1, 0, 1, 0}, {1, 1, 2, 2});
+  Tensor len2 = Tensor::full({1}, 2, DType::I64);
+  EXPECT_TRUE(
+      all_close(attention_kv_len(q2, k.narrow(0, 1, 1), v.narrow(0, 1, 1), len2, true), {4, 0, 1, 6}, 1e-14, 1e-14));
+}
+
+TEST(NnErrors, AttentionKvLen) {
+  Tensor q = Tensor::zeros({2, 4, 1, 8}, DType::F32), kv = Tensor::zeros({2, 2, 6, 8}, DType::F32);
+  auto expect_error = [](auto&& f, ErrorKind kind, const char* what) {
+    try {
+      f();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("attention_kv_len"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  const Tensor l2 = Tensor::full({2}, 3, DType::I32);
+  for (DType bad : {DType::F32, DType::U8, DType::I16})
+    expect_error([&] { attention_kv_len(q, kv, kv, Tensor::full({2}, 3, bad)); }, ErrorKind::DType, dtype_name(bad));
+  expect_error([&] { attention_kv_len(q, kv, kv, Tensor::full({3}, 3, DType::I32)); }, ErrorKind::Shape, "(3) for b 2");
+  expect_error([&] { attention_kv_len(q, kv, kv, Tensor::full({2, 1}, 3, DType::I32)); }, ErrorKind::Shape, "(2, 1)");
+  expect_error([&] { attention_kv_len(q, kv, kv, Tensor::zeros({0}, DType::I32)); }, ErrorKind::Shape, "empty");
+  EXPECT_THROW(attention_kv_len(q, kv, kv, Tensor()), Error);
+  // attention's own checks, under this op's name
+  expect_error([&] { attention_kv_len(q, kv, kv.narrow(2, 0, 5), l2); }, ErrorKind::Shape, "v seq");
+  const Tensor q7 = Tensor::zeros({2, 4, 7, 8}, DType::F32);
+  expect_error([&] { attention_kv_len(q7, kv, kv, l2, true); }, ErrorKind::Shape, "causal with t_kv < t_q");
+  expect_error([&] { attention_kv_len(q, kv, kv, l2, false, std::numeric_limits<double>::infinity()); },
+               ErrorKind::Argument, "inf scale");
+  EXPECT_EQ(attention_kv_len(Tensor::zeros({2, 4, 0, 8}, DType::F32), kv, kv, l2).shape(), (Shape{2, 4, 0, 8}));
+}

@@ -218,6 +218,12 @@ class Tensor {
   // of a bigger storage (its other elements are untouched); shapes match except along dim; same
   // dtype and device; src any layout.
   void slice_set(const Tensor& src, int64_t dim, size_t start);
+  // The same with the start row held in a tensor on this tensor's device (one element, u8 u32 i16
+  // i32 i64, any shape and layout), read by the device itself: no synchronisation or host copy, so
+  // a captured GPU graph can replay the write at a new position. An out-of-range start is clamped
+  // to [0, dim size - src.dim(dim)] (XLA's dynamic_update_slice) rather than an error: checking it
+  // would need a host read.
+  void slice_set(const Tensor& src, int64_t dim, const Tensor& start);
   void copy_from(const Tensor& src);  // in place: this (any view) = src, same shape, dtype, device
   Tensor flip(const std::vector<int64_t>& dims) const;
   Tensor repeat(const Shape& times) const;
@@ -290,6 +296,15 @@ class Tensor {
 // t_q == t_kv). f16, bf16, f32, f64.
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false,
                  std::optional<double> scale = std::nullopt);
+// attention where batch bi sees only its first L_bi keys: what attention(q[bi], k[bi, :, :L_bi],
+// v[bi, :, :L_bi], causal, scale) gives, so causal is bottom-right aligned to L_bi (query i sees
+// keys j <= i + L_bi - t_q). L_bi = kv_len[bi]: kv_len is u32, i32 or i64 on q's device, shape (b)
+// or one element for every batch, read by the device (a decode step captured into a GPU graph
+// replays with new lengths). Values outside [causal ? t_q : 1, t_kv] are clamped into it, not an
+// error (checking would need a host read). f16/bf16 decode shapes stay on the device; others read
+// kv_len to the host (see docs/semantics.md).
+Tensor attention_kv_len(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& kv_len, bool causal = false,
+                        std::optional<double> scale = std::nullopt);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }

@@ -76,10 +76,16 @@ struct RopeDims {
 // (grouped-query attention: q head i reads kv head i / (h_q / h_kv)). Output (b, h_q, t_q, d_v).
 // causal: query i sees keys j <= i + (t_kv - t_q) (aligned at the bottom right, as a KV cache
 // needs; for t_q == t_kv this is PyTorch's is_causal); the core guarantees t_kv >= t_q then.
+// kv_len (attention_kv_len): batch bi attends to its first L_bi = clamp_kv_len(kv_len[bi]) keys
+// (ops/positions.hpp), read where the storage lives; element bi is at kv_len_offset +
+// bi * kv_len_stride of a U32/I32/I64 storage. nullptr: every batch has t_kv keys.
 struct AttentionDims {
   size_t b, h_q, h_kv, t_q, t_kv, d, d_v;
   double scale;
   bool causal;
+  const Storage* kv_len = nullptr;
+  size_t kv_len_offset = 0;
+  int64_t kv_len_stride = 0;
 };
 
 // A QTensor's blocks (wick/quant.hpp): `rows` rows of `cols` elements of `type`, each row
@@ -107,6 +113,12 @@ class Storage {
   // d1 rows of d2 elements: dst[dst_offset + i*dst_s + j] = src[src_offset + i*src_s + j].
   virtual void copy2d(Storage& dst, size_t d1, size_t d2, size_t src_s, size_t dst_s, size_t src_offset,
                       size_t dst_offset) const = 0;
+  // Writes the view src_l of this storage into dst at dst_l moved r rows along one dim: every
+  // element offset of dst_l plus r * row_stride, r = clamp_start(start[start_offset], max_start)
+  // (ops/positions.hpp). start (u8 u32 i16 i32 i64) is read where it lives, so a GPU call neither
+  // synchronises nor copies to the host (a captured graph can replay it with a new start).
+  virtual void copy_strided_at(const Layout& src_l, Storage& dst, const Layout& dst_l, const Storage& start,
+                               size_t start_offset, int64_t row_stride, size_t max_start) const = 0;
   virtual StoragePtr to_dtype(const Layout& l, DType dtype) const = 0;
 
   // ---- element-wise

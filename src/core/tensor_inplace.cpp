@@ -1,6 +1,7 @@
 // In-place writes into a view: copy_from and slice_set (a KV cache append). A destination whose
 // elements form a few runs of rows goes through copy2d (a 2-D memcpy on the GPU, no ids, nothing
-// uploaded); any other view through scatter_set with ids along dim 0.
+// uploaded); any other view through scatter_set with ids along dim 0. slice_set with a tensor
+// start is one copy_strided_at whatever the layouts (the start is read on the device).
 #include <string>
 
 #include "core/checks.hpp"
@@ -98,6 +99,21 @@ void assign(Tensor& dst, const Tensor& src, const char* op) {
   write_view(dst, s, op);
 }
 
+// slice_set's checks shared by both starts; returns dim d normalised.
+size_t check_slice_set(const Tensor& dst, const Tensor& src, int64_t dim) {
+  check_defined(dst, "slice_set");
+  check_defined(src, "slice_set");
+  check_same_device(dst, src, "slice_set");
+  check_same_dtype(dst, src, "slice_set");
+  const size_t d = norm_dim(dim, dst.rank(), "slice_set");
+  bool ok = src.rank() == dst.rank();
+  for (size_t i = 0; ok && i < dst.rank(); ++i) ok = i == d || src.shape()[i] == dst.shape()[i];
+  if (!ok)
+    throw Error(ErrorKind::Shape, "slice_set: src " + describe(src) + " must match the destination " + describe(dst) +
+                                      " in every dim except dim " + std::to_string(d));
+  return d;
+}
+
 }  // namespace
 
 void Tensor::copy_from(const Tensor& src) {
@@ -112,16 +128,7 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 void Tensor::slice_set(const Tensor& src, int64_t dim, size_t start) {
-  check_defined(*this, "slice_set");
-  check_defined(src, "slice_set");
-  check_same_device(*this, src, "slice_set");
-  check_same_dtype(*this, src, "slice_set");
-  const size_t d = norm_dim(dim, rank(), "slice_set");
-  bool ok = src.rank() == rank();
-  for (size_t i = 0; ok && i < rank(); ++i) ok = i == d || src.shape()[i] == shape()[i];
-  if (!ok)
-    throw Error(ErrorKind::Shape, "slice_set: src " + describe(src) + " must match the destination " + describe(*this) +
-                                      " in every dim except dim " + std::to_string(d));
+  const size_t d = check_slice_set(*this, src, dim);
   const size_t n = src.shape()[d];
   if (start > shape()[d] || n > shape()[d] - start)  // written so that a huge start cannot wrap
     throw Error(ErrorKind::Shape, "slice_set: rows [" + std::to_string(start) + ", " + std::to_string(start) + " + " +
@@ -130,6 +137,30 @@ void Tensor::slice_set(const Tensor& src, int64_t dim, size_t start) {
                                       " there); a KV cache this full needs a larger capacity");
   Tensor region = narrow(int64_t(d), start, n);
   assign(region, src, "slice_set");
+}
+
+// The device reads start: nothing here may look at its value (a host read would synchronise).
+void Tensor::slice_set(const Tensor& src, int64_t dim, const Tensor& start) {
+  const size_t d = check_slice_set(*this, src, dim);
+  check_defined(start, "slice_set");
+  check_same_device(*this, start, "slice_set");
+  if (dtype_is_float(start.dtype()) || start.numel() != 1)
+    throw Error(dtype_is_float(start.dtype()) ? ErrorKind::DType : ErrorKind::Shape,
+                "slice_set: start must hold one integer (u8, u32, i16, i32 or i64), got " + describe(start) +
+                    "; make it with Tensor::full({1}, pos, DType::I32, device)");
+  const size_t n = src.shape()[d];
+  if (n > shape()[d])
+    throw Error(ErrorKind::Shape, "slice_set: src " + describe(src) + " has " + std::to_string(n) + " rows along dim " +
+                                      std::to_string(d) + ", more than the destination " + describe(*this) +
+                                      " holds; a KV cache this full needs a larger capacity");
+  if (src.numel() == 0) return;
+  check_writable(*this, "slice_set");
+  const Layout at_row0 = narrow(int64_t(d), 0, n).layout();
+  // A source or start sharing the destination's storage may be overwritten while it is read.
+  const Tensor s = src.storage() == storage() ? src.copy() : src;
+  const Tensor p = start.storage() == storage() ? start.copy() : start;
+  s.storage()->copy_strided_at(s.layout(), *storage(), at_row0, *p.storage(), p.layout().offset, layout().strides[d],
+                               shape()[d] - n);
 }
 
 }  // namespace wick

@@ -149,8 +149,11 @@ Tensor Tensor::swiglu() const {
   return narrow(-1, 0, n / 2).silu_mul(narrow(-1, n / 2, n / 2));
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, std::optional<double> scale) {
-  const char* op = "attention";
+namespace {
+
+// attention and attention_kv_len (kv_len undefined for the former): one validation, one backend call.
+Tensor attention_impl(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& kv_len, bool causal,
+                      std::optional<double> scale, const char* op) {
   for (const Tensor* t : {&q, &k, &v}) check_defined(*t, op);
   check_same_device(q, k, op);
   check_same_device(q, v, op);
@@ -181,10 +184,37 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
   if (!std::isfinite(sc))
     throw Error(ErrorKind::Argument, std::string(op) + ": scale must be finite, got " + std::to_string(sc) +
                                          "; leave it unset for the default 1/sqrt(head_dim)");
-  Tensor qd = unit_last(q), kd = unit_last(k), vd = unit_last(v);
   AttentionDims a{b, hq, hkv, tq, tkv, d, dv, sc, causal};
+  if (kv_len.defined()) {
+    check_same_device(q, kv_len, op);
+    const DType lt = kv_len.dtype();
+    if (lt != DType::U32 && lt != DType::I32 && lt != DType::I64)
+      throw Error(ErrorKind::DType, std::string(op) + ": kv_len must be u32, i32 or i64, got " + describe(kv_len) +
+                                        "; convert it with to_dtype(DType::I32)");
+    const bool per_batch = kv_len.rank() == 1 && kv_len.dim(0) == b;
+    if (!per_batch && kv_len.numel() != 1)
+      throw Error(ErrorKind::Shape, std::string(op) + ": kv_len must be (" + S(b) +
+                                        ") (one length per batch) or hold one length for every batch, got " +
+                                        describe(kv_len) + " for " + shapes);
+    a.kv_len = kv_len.storage().get();
+    a.kv_len_offset = kv_len.layout().offset;
+    a.kv_len_stride = per_batch ? kv_len.layout().strides[0] : 0;
+  }
+  Tensor qd = unit_last(q), kd = unit_last(k), vd = unit_last(v);
   return wrap_like(qd.storage()->attention(qd.layout(), *kd.storage(), kd.layout(), *vd.storage(), vd.layout(), a),
                    Shape{b, hq, tq, dv}, q);
+}
+
+}  // namespace
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, std::optional<double> scale) {
+  return attention_impl(q, k, v, Tensor(), causal, scale, "attention");
+}
+
+Tensor attention_kv_len(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& kv_len, bool causal,
+                        std::optional<double> scale) {
+  check_defined(kv_len, "attention_kv_len");
+  return attention_impl(q, k, v, kv_len, causal, scale, "attention_kv_len");
 }
 
 }  // namespace wick

@@ -1,6 +1,6 @@
-// tests/test_inplace.cpp's cases on the GPU (slice_set, copy_from; the shared ones are in
-// tests/inplace_cases.hpp), plus synchronize and the peak memory of the caching allocator. Expected
-// values are written out by host loops here.
+// tests/test_inplace.cpp's cases on the GPU (slice_set with both starts, copy_from; the shared
+// ones are in tests/inplace_cases.hpp), plus synchronize and the peak memory of the caching
+// allocator. Expected values are written out by host loops here.
 #include "inplace_cases.hpp"
 #include "test_util.hpp"
 
@@ -60,6 +60,32 @@ TEST(GpuSliceSet, ViewsStridesAndTheScatterPath) {
 }
 
 TEST(GpuSliceSet, RandomViewsMatchLayoutMath) { inplace::random_views_match_layout_math(gpu()); }
+
+TEST(GpuSliceSetTensorStart, EveryStartDTypeAndClamping) { inplace::tensor_start_every_dtype_and_clamp(gpu()); }
+TEST(GpuSliceSetTensorStart, KvCacheViewsAndOverlap) { inplace::tensor_start_views(gpu()); }
+TEST(GpuSliceSetTensorStart, RandomViewsMatchLayoutMath) { inplace::random_views_match_layout_math(gpu(), true); }
+
+// A decode-sized append: one token per head into an f16/bf16 (1, 4, 1100, 128) cache at positions
+// kept on the device, each write checked against the same write with a size_t start on the CPU.
+TEST(GpuSliceSetTensorStart, DecodeAppendMatchesTheCpu) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    Tensor host = Tensor::zeros({1, 4, 1100, 128}, dt);
+    Tensor dev = host.to_device(gpu());
+    for (size_t p : {size_t(0), size_t(1), size_t(255), size_t(256), size_t(257), size_t(1099)}) {
+      Tensor tok = Tensor::randn({1, 4, 1, 128}, DType::F32, Device::cpu(), 40 + p).to_dtype(dt);
+      host.slice_set(tok, 2, p);
+      dev.slice_set(tok.to_device(gpu()), 2, Tensor::full({1}, double(p), DType::I32, gpu()));
+    }
+    // and a clamped start: past the end writes the last row
+    Tensor tok = Tensor::randn({1, 4, 1, 128}, DType::F32, Device::cpu(), 39).to_dtype(dt);
+    host.slice_set(tok, 2, size_t(1099));
+    dev.slice_set(tok.to_device(gpu()), 2, Tensor::full({1}, 5000, DType::I64, gpu()));
+    EXPECT_TRUE(all_close(dev, wick::test::values(host), 0, 0)) << dtype_name(dt);
+  }
+  // The start on another device than the destination.
+  Tensor d = Tensor::zeros({2, 5, 3}, DType::F32, gpu());
+  EXPECT_THROW(d.slice_set(Tensor::zeros({2, 1, 3}, DType::F32, gpu()), 1, Tensor::full({1}, 1, DType::I32)), Error);
+}
 
 TEST(GpuDeviceServices, SynchronizeAndPeakMemory) {
   Device d = gpu();

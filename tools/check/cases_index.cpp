@@ -1,5 +1,6 @@
 // Cases: index_select, gather, scatter(+_add, in place with guard bytes), index_add, embedding
-// (each also with sentinel ids), one_hot, slice_assign/slice_scatter, slice_set/copy_from (in place),
+// (each also with sentinel ids), one_hot, slice_assign/slice_scatter, slice_set (a size_t or a
+// tensor start)/copy_from (in place),
 // flip, pad, tril/triu, repeat.
 #include <cmath>
 #include <cstdint>
@@ -187,6 +188,14 @@ void add_index_cases(std::vector<Case>& out) {
     dst.t().slice_set(in.x({in.n(70), 3}, 608), 1, 2);
     return {dst};
   });
+  // The start held in a tensor (read by the device), in range and clamped (40 -> 33 - 5).
+  for (int64_t start : {7, 40})
+    add(out, "slice_set", start == 7 ? "tensor_start" : "tensor_start,clamped", kAll,
+        [start](Inputs& in) -> std::vector<Tensor> {
+          Tensor dst = in.guarded({in.n(17), 33}, 611);
+          dst.slice_set(in.x({in.n(17), 5}, 612), 1, in.lay(Tensor::full({1}, start, DType::I32)));
+          return {dst};
+        });
   add(out, "copy_from", "", kAll, [](Inputs& in) -> std::vector<Tensor> {
     Tensor dst = in.guarded({in.n(17), 33}, 609);
     dst.copy_from(in.x({in.n(17), 33}, 610));

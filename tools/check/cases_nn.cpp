@@ -1,8 +1,9 @@
 // Cases: the fused nn ops. softmax / log_softmax (last dim and any dim), the losses (composites),
 // rms_norm and layer_norm (with and without weight/bias), rope_i / rope / rope_thd (shared and
 // per-batch cos/sin), silu_mul (same shape and broadcast row), swiglu, attention (plain, causal,
-// grouped-query, t_q < t_kv, explicit scale, (b, t, h, d) storage). The Empty layout empties a
-// row dim (rows, or t for rope/attention).
+// grouped-query, t_q < t_kv, explicit scale, (b, t, h, d) storage), attention_kv_len (per-batch
+// and shared lengths, clamped ones). The Empty layout empties a row dim (rows, or t for
+// rope/attention).
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,6 +121,31 @@ void add_nn_cases(std::vector<Case>& out) {
       std::optional<double> scale;
       if (a.scale != 0) scale = a.scale;
       return {attention(q, k, v, a.causal, scale)};
+    });
+  }
+  // Per-batch key counts: the decode kernel reading them on the device (f16/bf16; runs past a
+  // batch's length skipped, lengths 1, 255, 256, 257, clamped 0 and past t_kv), one length for
+  // every batch, and shapes that read them to the host (many query rows; f32/f64 everywhere).
+  struct KvLenCase {
+    const char* name;
+    size_t b, hq, hkv, tq, tkv, d;
+    bool causal;
+    std::vector<int32_t> lens;
+  };
+  const KvLenCase kv_cases[] = {
+      {"decode,gqa4,causal", 2, 8, 2, 1, 600, 64, true, {300, 513}},
+      {"decode,edges", 4, 4, 4, 1, 520, 32, false, {1, 255, 256, 257}},
+      {"decode,clamped,causal", 2, 4, 1, 2, 300, 16, true, {0, 900}},
+      {"decode,one_len", 2, 4, 2, 3, 290, 64, false, {260}},
+      {"rows,causal", 2, 4, 2, 9, 70, 16, true, {20, 70}},
+  };
+  for (const KvLenCase& c : kv_cases) {
+    add(out, "attention_kv_len", c.name, kAttnFloats, [c](Inputs& in) -> std::vector<Tensor> {
+      Tensor q = in.x({c.b, c.hq, in.n(c.tq), c.d}, 451);
+      Tensor k = in.x({c.b, c.hkv, c.tkv, c.d}, 452);
+      Tensor v = in.x({c.b, c.hkv, c.tkv, c.d}, 453);
+      Tensor lens = in.lay(Tensor::from_vector(c.lens, {c.lens.size()}));
+      return {attention_kv_len(q, k, v, lens, c.causal)};
     });
   }
   // q/k/v stored (b, t, h, d), as a model's projections produce them: strided b/h/t dims.

@@ -30,6 +30,8 @@ class CpuStorage final : public Storage {
   void copy_strided_src(Storage& dst, size_t dst_offset, const Layout& src_l) const override;
   void copy2d(Storage& dst, size_t d1, size_t d2, size_t src_s, size_t dst_s, size_t src_offset,
               size_t dst_offset) const override;
+  void copy_strided_at(const Layout& src_l, Storage& dst, const Layout& dst_l, const Storage& start,
+                       size_t start_offset, int64_t row_stride, size_t max_start) const override;
   StoragePtr to_dtype(const Layout& l, DType dtype) const override;
 
   // elementwise.cpp

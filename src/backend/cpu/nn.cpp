@@ -14,6 +14,7 @@
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
 #include "ops/op_dispatch.hpp"
+#include "ops/positions.hpp"
 
 namespace wick::cpu {
 namespace {
@@ -194,21 +195,23 @@ template <class T> std::vector<compute_t<T>> to_compute_copy(Operand4<T> s, size
 // running max / sum / accumulator are rescaled once per block.
 constexpr size_t kKeyBlock = 64;
 
-// out[b, hq, i, :] = softmax(scale * q_i . k_j over visible j) @ v, one query row at a time.
+// out[b, hq, i, :] = softmax(scale * q_i . k_j over visible j) @ v, one query row at a time;
+// batch b has lens[b] keys.
 template <class T, class C>
-void attention_rows(Operand4<T> q, Operand4<C> k, Operand4<C> v, T* out, const AttentionDims& a) {
+void attention_rows(Operand4<T> q, Operand4<C> k, Operand4<C> v, T* out, const AttentionDims& a,
+                    const std::vector<size_t>& lens) {
   const size_t group = a.h_q / a.h_kv, rows = a.b * a.h_q * a.t_q;
   const C scale = C(a.scale);
-  const size_t shift = a.t_kv - (a.causal ? a.t_q : 0);  // causal: query i sees keys j <= i + shift
   parallel_for(rows, [&](size_t r0, size_t r1) {
     std::vector<C> qv(a.d), acc(a.d_v), sc(kKeyBlock);
     for (size_t r = r0; r < r1; ++r) {
       const size_t qi = r % a.t_q, hq = (r / a.t_q) % a.h_q, bi = r / (a.t_q * a.h_q), hk = hq / group;
+      const size_t shift = lens[bi] - (a.causal ? a.t_q : 0);  // causal: query i sees keys j <= i + shift
       const T* qr = q.row(bi, hq, qi);
       for (size_t j = 0; j < a.d; ++j) qv[j] = to_compute(qr[j]);
       std::fill(acc.begin(), acc.end(), C(0));
       C mx = -std::numeric_limits<C>::infinity(), sum = 0;
-      const size_t n_keys = a.causal ? qi + shift + 1 : a.t_kv;
+      const size_t n_keys = a.causal ? qi + shift + 1 : lens[bi];
       for (size_t j0 = 0; j0 < n_keys; j0 += kKeyBlock) {
         const size_t nb = std::min(kKeyBlock, n_keys - j0);
         C bmx = mx;
@@ -246,6 +249,14 @@ StoragePtr CpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
   if (n == 0) return out;
   const CpuStorage& ks = as_cpu(k_s);
   const CpuStorage& vs = as_cpu(v_s);
+  std::vector<size_t> lens(a.b, a.t_kv);
+  if (a.kv_len) {
+    const CpuStorage& ls = as_cpu(*a.kv_len);
+    for (size_t bi = 0; bi < a.b; ++bi)
+      lens[bi] = size_t(
+          pos::clamp_kv_len(pos::load(ls.data(), ls.dtype(), int64_t(a.kv_len_offset) + int64_t(bi) * a.kv_len_stride),
+                            int64_t(a.t_q), int64_t(a.t_kv), a.causal));
+  }
   return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -255,13 +266,14 @@ StoragePtr CpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
       auto v = operand(vs.ptr<T>(), v_l);
       T* o = out->template ptr<T>();
       if constexpr (std::is_same_v<T, C>) {
-        attention_rows<T, C>(q, k, v, o, a);
+        attention_rows<T, C>(q, k, v, o, a, lens);
       } else {
-        const auto kc = to_compute_copy(k, a.b, a.h_kv, a.t_kv, a.d);
-        const auto vc = to_compute_copy(v, a.b, a.h_kv, a.t_kv, a.d_v);
-        const int64_t kd = int64_t(a.d), vd = int64_t(a.d_v), t = int64_t(a.t_kv), h = int64_t(a.h_kv);
+        const size_t tc = *std::max_element(lens.begin(), lens.end());  // keys past every length: unread
+        const auto kc = to_compute_copy(k, a.b, a.h_kv, tc, a.d);
+        const auto vc = to_compute_copy(v, a.b, a.h_kv, tc, a.d_v);
+        const int64_t kd = int64_t(a.d), vd = int64_t(a.d_v), t = int64_t(tc), h = int64_t(a.h_kv);
         attention_rows<T, C>(q, Operand4<C>{kc.data(), h * t * kd, t * kd, kd},
-                             Operand4<C>{vc.data(), h * t * vd, t * vd, vd}, o, a);
+                             Operand4<C>{vc.data(), h * t * vd, t * vd, vd}, o, a, lens);
       }
       return out;
     } else {

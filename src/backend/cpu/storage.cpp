@@ -8,6 +8,7 @@
 #include "backend/cpu/strided.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
+#include "ops/positions.hpp"
 #include "ops/random.hpp"
 
 namespace wick::cpu {
@@ -129,6 +130,32 @@ void CpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size
   parallel_for(d1, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) std::memcpy(out + i * dst_s_ * es, in + i * src_s * es, d2 * es);
   }, std::max<size_t>(1, kParallelGrain / std::max<size_t>(d2, 1)));
+}
+
+void CpuStorage::copy_strided_at(const Layout& src_l, Storage& dst_s, const Layout& dst_l, const Storage& start,
+                                 size_t start_offset, int64_t row_stride, size_t max_start) const {
+  CpuStorage& dst = as_cpu(dst_s);
+  const CpuStorage& st = as_cpu(start);
+  const int64_t r = pos::clamp_start(pos::load(st.data(), st.dtype(), int64_t(start_offset)), int64_t(max_start));
+  const Layout at(dst_l.shape, dst_l.strides, size_t(int64_t(dst_l.offset) + r * row_stride));
+  auto copy_as = [&](auto tag) {  // a copy moves bits: one loop per element size
+    using T = decltype(tag);
+    T* out = static_cast<T*>(dst.data());
+    const T* in = static_cast<const T*>(data());
+    const auto plan = plan_strided<2>(src_l.shape, {&at, &src_l});
+    parallel_for(plan.numel, [&](size_t b, size_t e) {
+      for_each_run<2>(plan, b, e, [&](size_t, size_t len, const auto& offs, const auto& inner) {
+        for (size_t j = 0; j < len; ++j)
+          out[int64_t(offs[0]) + int64_t(j) * inner[0]] = in[int64_t(offs[1]) + int64_t(j) * inner[1]];
+      });
+    });
+  };
+  switch (dtype_size(dtype_)) {
+    case 1: copy_as(uint8_t{}); break;
+    case 2: copy_as(uint16_t{}); break;
+    case 4: copy_as(uint32_t{}); break;
+    default: copy_as(uint64_t{}); break;
+  }
 }
 
 StoragePtr CpuStorage::to_dtype(const Layout& l, DType to) const {

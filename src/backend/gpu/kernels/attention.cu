@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "backend/gpu/blas.hpp"
 #include "backend/gpu/device_utils.cuh"
@@ -18,6 +19,7 @@
 #include "ops/dtype_dispatch.hpp"
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
+#include "ops/positions.hpp"
 #include "ops/unary.hpp"
 
 namespace wick::gpu {
@@ -218,6 +220,63 @@ void run_attention(const GpuStorage& self, const Operand& q, const Operand& k, c
   }
 }
 
+// Runs attention into out ((b, h_q, t_q, d_v) contiguous) on the path that fits. With a.kv_len
+// only the decode kernel reads the lengths (on the device); false if it cannot take the call.
+bool attention_paths(const GpuStorage& self, const Layout& q_l, const GpuStorage& ks, const Layout& k_l,
+                     const GpuStorage& vs, const Layout& v_l, const AttentionDims& a, void* out) {
+  const DType dt = self.dtype();
+  const Operand q = make_operand(self, q_l), k = make_operand(ks, k_l), v = make_operand(vs, v_l);
+  // f16/bf16 with head dim 64/128 on NVIDIA sm_80+: the fused kernel (attention_flash.cu).
+  const auto flash_op = [](const Operand& o, int64_t es) {
+    return FlashOperand{o.base + o.off * es, o.sb, o.sh, o.st};
+  };
+  const int64_t es = int64_t(dtype_size(dt));
+  const FlashOperand fq = flash_op(q, es), fk = flash_op(k, es), fv = flash_op(v, es);
+  // A few query rows per KV head (decode): the keys split over blocks (attention_decode.cu).
+  if (attention_decode_supported(dt, fq, fk, fv, a)) {
+    attention_decode(self.ctx(), self.ordinal(), dt, fq, fk, fv, out, a);
+    return true;
+  }
+  if (a.kv_len) return false;
+  if (flash_attention_supported(self.ctx(), dt, fq, fk, fv, a)) {
+    flash_attention(self.ctx(), dt, fq, fk, fv, out, a);
+    return true;
+  }
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float> ||
+                  std::is_same_v<T, double>) {
+      run_attention<T>(self, q, k, v, static_cast<T*>(out), a);
+    } else {
+      throw Error(ErrorKind::DType, std::string("attention: needs f16, bf16, f32 or f64, got ") + dtype_name(dt) +
+                                        "; convert q, k and v with to_dtype(DType::F16)");
+    }
+  });
+  return true;
+}
+
+// The clamped kv_len of every batch, read to the host: this synchronises the stream (so a call
+// that needs it cannot be captured into a graph).
+std::vector<size_t> kv_lens_on_host(const GpuStorage& self, const AttentionDims& a) {
+  const GpuStorage& s = as_gpu(*a.kv_len);
+  const size_t es = dtype_size(s.dtype());
+  const int64_t span = int64_t(a.b - 1) * a.kv_len_stride;
+  const int64_t first = int64_t(a.kv_len_offset) + std::min<int64_t>(span, 0);
+  const size_t count = size_t(span < 0 ? -span : span) + 1;
+  std::vector<char> buf(count * es);
+  check(gpuMemcpyAsync(buf.data(), static_cast<const char*>(s.data()) + first * int64_t(es), count * es,
+                       gpuMemcpyDeviceToHost, self.stream()),
+        "MemcpyAsync(D2H)");
+  check(gpuStreamSynchronize(self.stream()), "StreamSynchronize");
+  std::vector<size_t> lens(a.b);
+  for (size_t bi = 0; bi < a.b; ++bi) {
+    const int64_t i = int64_t(a.kv_len_offset) + int64_t(bi) * a.kv_len_stride - first;
+    lens[bi] =
+        size_t(pos::clamp_kv_len(pos::load(buf.data(), s.dtype(), i), int64_t(a.t_q), int64_t(a.t_kv), a.causal));
+  }
+  return lens;
+}
+
 }  // namespace
 
 StoragePtr GpuStorage::attention(const Layout& q_l, const Storage& k_s, const Layout& k_l, const Storage& v_s,
@@ -226,32 +285,26 @@ StoragePtr GpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
   const size_t n = a.b * a.h_q * a.t_q * a.d_v;
   auto out = new_storage(ordinal(), n, dtype_);
   if (n == 0) return out;  // also covers t_kv == 0 (the core refuses it otherwise)
-  const Operand q = make_operand(*this, q_l), k = make_operand(as_gpu(k_s), k_l), v = make_operand(as_gpu(v_s), v_l);
-  // f16/bf16 with head dim 64/128 on NVIDIA sm_80+: the fused kernel (attention_flash.cu).
-  const auto flash_op = [](const Operand& o, int64_t es) {
-    return FlashOperand{o.base + o.off * es, o.sb, o.sh, o.st};
-  };
-  const int64_t es = int64_t(dtype_size(dtype_));
-  const FlashOperand fq = flash_op(q, es), fk = flash_op(k, es), fv = flash_op(v, es);
-  // A few query rows per KV head (decode): the keys split over blocks (attention_decode.cu).
-  if (attention_decode_supported(dtype_, fq, fk, fv, a)) {
-    attention_decode(ctx(), ordinal(), dtype_, fq, fk, fv, out->data(), a);
-    return out;
+  const GpuStorage &ks = as_gpu(k_s), &vs = as_gpu(v_s);
+  if (attention_paths(*this, q_l, ks, k_l, vs, v_l, a, out->data())) return out;
+  // kv_len on a shape the decode kernel does not run (f32/f64, many query rows, ...): each batch
+  // on its first L_bi keys through the usual paths, with the lengths read to the host.
+  const std::vector<size_t> lens = kv_lens_on_host(*this, a);
+  const size_t per_batch = a.h_q * a.t_q * a.d_v * dtype_size(dtype_);
+  for (size_t bi = 0; bi < a.b; ++bi) {
+    const auto batch = [bi](const Layout& l, size_t t) {
+      Shape s = l.shape;
+      s[0] = 1;
+      s[2] = t;
+      return Layout(s, l.strides, size_t(int64_t(l.offset) + int64_t(bi) * l.strides[0]));
+    };
+    AttentionDims ab = a;
+    ab.b = 1;
+    ab.t_kv = lens[bi];
+    ab.kv_len = nullptr;
+    attention_paths(*this, batch(q_l, a.t_q), ks, batch(k_l, lens[bi]), vs, batch(v_l, lens[bi]), ab,
+                    static_cast<char*>(out->data()) + bi * per_batch);
   }
-  if (flash_attention_supported(ctx(), dtype_, fq, fk, fv, a)) {
-    flash_attention(ctx(), dtype_, fq, fk, fv, out->data(), a);
-    return out;
-  }
-  dispatch_dtype(dtype_, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float> ||
-                  std::is_same_v<T, double>) {
-      run_attention<T>(*this, q, k, v, out->ptr<T>(), a);
-    } else {
-      throw Error(ErrorKind::DType, std::string("attention: needs f16, bf16, f32 or f64, got ") +
-                                        dtype_name(dtype_) + "; convert q, k and v with to_dtype(DType::F16)");
-    }
-  });
   return out;
 }
 

@@ -5,6 +5,9 @@
 // tokens each), takes the run's softmax statistics (max m, l = sum exp(s - m)) and its unnormalised
 // P V, all in f32; a second kernel merges the runs of each row (the online-softmax merge) and writes
 // the output. Portable: warp_reduce is the only lane-level step, so 32- and 64-lane waves both fit.
+// With per-batch lengths (attention_kv_len) the grid still covers t_kv: both kernels read the
+// length from device memory, blocks whose run starts at or past it return at once and the merge
+// stops at the last run, so one captured launch serves every length.
 #include <climits>
 #include <limits>
 #include <string>
@@ -14,6 +17,7 @@
 #include "backend/gpu/kernels/attention_decode.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
+#include "ops/positions.hpp"
 #include "ops/unary.hpp"  // fmath::exp
 
 namespace wick::gpu {
@@ -29,18 +33,31 @@ static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the 
 struct DecodeArgs {
   FlashOperand q, k, v;
   int h_kv, group, t_q, d, dv, splits, run;  // run: keys per block (kKeys)
-  int64_t t_kv, shift;
+  int64_t t_kv;
   bool causal;
   float scale;
   float* part_o;   // [b][h_kv][splits][rows][dv]: the run's unnormalised P V
   float* part_ml;  // [b][h_kv][splits][rows][2]: the run's m and l
+  const void* kv_len;  // AttentionDims::kv_len's data, or nullptr
+  DType kv_len_dt;
+  int64_t kv_len_offset, kv_len_stride;
 };
+
+// The keys batch bi sees: t_kv, or its clamped kv_len.
+__device__ __forceinline__ int64_t keys_of(const DecodeArgs& a, int64_t bi) {
+  if (!a.kv_len) return a.t_kv;
+  const int64_t n = pos::load(a.kv_len, a.kv_len_dt, a.kv_len_offset + bi * a.kv_len_stride);
+  return pos::clamp_kv_len(n, a.t_q, a.t_kv, a.causal);
+}
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   constexpr int V = int(16 / sizeof(T));
   const int split = int(blockIdx.x), hk = int(blockIdx.y), bi = int(blockIdx.z);
   const int rows = a.group * a.t_q, t = int(threadIdx.x);
+  const int64_t n_keys = keys_of(a, bi), k0 = int64_t(split) * a.run;
+  if (k0 >= n_keys) return;              // the whole block: n_keys is the same for every thread
+  const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
   __shared__ float qs[kRows * kMaxDim];  // q rows (pre-scaled), then the P V partials
   __shared__ float ps[kRows][kKeys];     // scores, then exp(s - m)
 
@@ -54,8 +71,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   __syncthreads();
 
   // Scores: thread t takes key k0 + t (16-byte loads along the head dim).
-  const int64_t k0 = int64_t(split) * a.run;
-  const int nk = int(a.t_kv - k0 < a.run ? a.t_kv - k0 : a.run);
+  const int nk = int(n_keys - k0 < a.run ? n_keys - k0 : a.run);
   const float ninf = -std::numeric_limits<float>::infinity();
   if (t < nk) {
     const T* kp = static_cast<const T*>(a.k.p) + int64_t(bi) * a.k.sb + int64_t(hk) * a.k.sh + (k0 + t) * a.k.st;
@@ -78,7 +94,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       // Causal: query i sees keys up to i + shift.
-      if (r < rows) ps[r][t] = (!a.causal || k0 + t <= (r % a.t_q) + a.shift) ? s[r] : ninf;
+      if (r < rows) ps[r][t] = (!a.causal || k0 + t <= (r % a.t_q) + shift) ? s[r] : ninf;
     }
   } else {
     for (int r = 0; r < rows; ++r) ps[r][t] = ninf;
@@ -142,9 +158,10 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
   const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
   const int64_t bi = id / rows / a.h_kv;
+  const int splits = int((keys_of(a, bi) + a.run - 1) / a.run);  // the runs that hold keys
   const float ninf = -std::numeric_limits<float>::infinity();
   float mx = ninf;
-  for (int s = 0; s < a.splits; ++s) {
+  for (int s = 0; s < splits; ++s) {
     const float m = a.part_ml[(((bi * a.h_kv + hk) * a.splits + s) * rows + r) * 2];
     mx = m > mx ? m : mx;
   }
@@ -153,7 +170,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   T* o = out + ((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv;
   for (int c = int(threadIdx.x); c < a.dv; c += blockDim.x) {
     float l = 0.0f, acc = 0.0f;
-    for (int s = 0; s < a.splits; ++s) {
+    for (int s = 0; s < splits; ++s) {
       const int64_t row = ((bi * a.h_kv + hk) * a.splits + s) * rows + r;
       const float m = a.part_ml[row * 2];
       const float w = m == ninf ? 0.0f : fmath::exp(m - mx);
@@ -181,7 +198,8 @@ bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOper
   // Only where it has at least as many blocks as the one-block-per-head paths: measured on an H100
   // (docs/performance.md), a 4-KV-head model with a short cache (2 runs x 4 heads) decoded 0.68x as
   // fast as with the flash kernel, while at 8192 keys it was 1.27x faster (7B: 1.03x and 1.50x).
-  if ((a.t_kv + kKeys - 1) / kKeys < a.h_q / a.h_kv) return false;
+  // Speed only: with kv_len this is the path that keeps the lengths on the device, taken anyway.
+  if (!a.kv_len && (a.t_kv + kKeys - 1) / kKeys < a.h_q / a.h_kv) return false;
   if (a.b * a.h_q * a.t_q > size_t(INT32_MAX)) return false;  // the merge grid
   if (a.causal && a.t_kv < a.t_q) return false;               // the core refuses it
   const int64_t es = int64_t(dtype_size(dt)), vec = 16 / es;
@@ -203,11 +221,14 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                int(splits),
                kKeys,
                int64_t(a.t_kv),
-               int64_t(a.t_kv) - int64_t(a.t_q),
                a.causal,
                float(a.scale),
                nullptr,
-               nullptr};
+               nullptr,
+               a.kv_len ? as_gpu(*a.kv_len).data() : nullptr,
+               a.kv_len ? a.kv_len->dtype() : DType::I64,
+               int64_t(a.kv_len_offset),
+               a.kv_len_stride};
   const int64_t rows = int64_t(d.group) * d.t_q;
   const int64_t runs = int64_t(a.b) * d.h_kv * d.splits * rows;
   Scratch o_buf(ordinal, size_t(runs) * size_t(d.dv) * sizeof(float));

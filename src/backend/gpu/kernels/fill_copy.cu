@@ -3,6 +3,7 @@
 #include "backend/gpu/gpu_storage.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
+#include "ops/positions.hpp"
 #include "ops/random.hpp"
 
 namespace wick::gpu {
@@ -103,6 +104,43 @@ void GpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size
                          static_cast<const char*>(data()) + src_offset * es, src_s * es, d2 * es, d1,
                          gpuMemcpyDeviceToDevice, stream()),
         "Memcpy2DAsync");
+}
+
+// dst[at(i) + r * row_stride] = src[at(i)], r read from device memory by every thread (no host
+// read: the launch can be captured and replayed with another start).
+template <class T>
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    copy_at_kernel(T* __restrict__ dst, const T* __restrict__ src, int64_t n, StridedDesc<2> d, const void* start,
+                   DType start_dt, int64_t start_offset, int64_t row_stride, int64_t max_start) {
+  const int64_t shift = pos::clamp_start(pos::load(start, start_dt, start_offset), max_start) * row_stride;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t o[2];
+    d.offsets_of(i, o);
+    dst[o[0] + shift] = src[o[1]];
+  }
+}
+
+void GpuStorage::copy_strided_at(const Layout& src_l, Storage& dst_s, const Layout& dst_l, const Storage& start_s,
+                                 size_t start_offset, int64_t row_stride, size_t max_start) const {
+  GpuStorage& dst = as_gpu(dst_s);
+  const GpuStorage& start = as_gpu(start_s);
+  DeviceGuard g(ordinal());
+  auto copy_as = [&](auto tag) {  // a copy moves bits: one kernel per element size
+    using T = decltype(tag);
+    for_each_desc<2>(src_l.shape, {&dst_l, &src_l}, 0, [&](const StridedDesc<2>& d, int64_t, int64_t n) {
+      copy_at_kernel<T><<<grid_for(n), kBlock, 0, stream()>>>(
+          static_cast<T*>(dst.data()), static_cast<const T*>(data()), n, d, start.data(), start.dtype(),
+          int64_t(start_offset), row_stride, int64_t(max_start));
+      check_launch("slice_set");
+    });
+  };
+  switch (dtype_size(dtype_)) {
+    case 1: copy_as(uint8_t{}); break;
+    case 2: copy_as(uint16_t{}); break;
+    case 4: copy_as(uint32_t{}); break;
+    default: copy_as(uint64_t{}); break;
+  }
 }
 
 template <class To, class From> struct CastF {
