@@ -219,3 +219,23 @@ TEST(Device, NamesAndErrors) {
   EXPECT_THROW(Device::parse("cuda:x"), Error);
   EXPECT_EQ(Device::best().is_cpu() || Device::best().is_gpu(), true);
 }
+
+// wick::Graph on the CPU records nothing: replay() runs the body again (tests/gpu/test_gpu_graph.cpp
+// has the GPU side).
+TEST(GraphCpu, ReplayRunsTheBodyAgain) {
+  const Device d = Device::cpu();
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2}, {2}, d), y;
+  int runs = 0;
+  Graph g = Graph::capture(d, [&] {
+    ++runs;
+    y = x.mul(10.0);
+  });
+  EXPECT_FALSE(g.recorded());
+  EXPECT_EQ(runs, 0);
+  g.replay();
+  x.copy_from(Tensor::from_vector(std::vector<float>{3, 4}, {2}, d));
+  g.replay();
+  EXPECT_EQ(runs, 2);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{30, 40}));
+  EXPECT_THROW(Graph().replay(), Error);
+}

@@ -87,9 +87,11 @@ void add_dtype_option(CLI::App& cmd, std::string& dtype) {
       ->check(float_dtypes());
 }
 
-std::unique_ptr<llm::Model> load_model(const std::string& path, const Device& dev, const std::string& dtype) {
+std::unique_ptr<llm::Model> load_model(const std::string& path, const Device& dev, const std::string& dtype,
+                                       bool graphs = true) {
   llm::LoadOptions o;
   o.device = dev;
+  o.graphs = graphs;
   if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
   auto bar = std::make_shared<LoadBar>();
   o.progress = [bar](size_t done, size_t total) { (*bar)(done, total); };
@@ -108,7 +110,7 @@ struct RunArgs {
   size_t n = 128, ctx = 0;
   llm::SamplingParams sampling;
   std::vector<std::string> stop;
-  bool chat = false, json = false, ignore_eos = false;
+  bool chat = false, json = false, ignore_eos = false, no_graph = false;
 };
 
 int run_generate(const RunArgs& a) {
@@ -116,7 +118,7 @@ int run_generate(const RunArgs& a) {
   reset_peak_memory(dev);
   auto t_load = Clock::now();
   // The model first: its loader's messages say best what is wrong with a file.
-  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph);
   const double load_s = since(t_load);
   llm::Tokenizer tok = llm::Tokenizer::load(a.model);
 
@@ -281,7 +283,7 @@ struct BenchLlmArgs {
   std::string model, dtype, cache_dtype, device = "best";
   std::vector<long long> n_prompt{512}, n_gen{128}, n_depth{0};
   size_t reps = 5, ubatch = 512;
-  bool json = false, no_ctx_check = false;
+  bool json = false, no_ctx_check = false, no_graph = false;
 };
 
 // What llama-bench reports as a model's size and parameters: the bytes (as stored: quantized
@@ -380,7 +382,7 @@ int run_bench_llm(const BenchLlmArgs& a) {
 
   const Device dev = parse_device(a.device);
   const FileWeights fw = file_weights(a.model);
-  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph);
   const llm::ModelConfig& cfg = model->config();
   for (const LlmTest& t : tests) {
     const size_t need = t.n_depth + t.n_prompt + t.n_gen;
@@ -563,6 +565,8 @@ LlmCommand add_run(CLI::App& root) {
       ->type_name("S")
       ->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
+  cmd->add_flag("--no-graph", a->no_graph,
+                "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
   cmd->add_flag("--json", a->json,
                 "print one JSON object {text, prompt_ids, ids, timings, stop_reason, memory} instead of streaming");
   add_dtype_option(*cmd, a->dtype);
@@ -625,6 +629,8 @@ LlmCommand add_bench_llm(CLI::App& root) {
   cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
       ->type_name("T")
       ->check(float_dtypes());
+  cmd->add_flag("--no-graph", a->no_graph,
+                "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
   cmd->add_flag("--no-ctx-check", a->no_ctx_check,
                 "run tests whose depth + N passes the model's context length (llama-bench does not check it)");
   cmd->add_flag("--json", a->json,

@@ -1,4 +1,6 @@
 #pragma once
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,29 @@ void empty_cache(const Device& d);        // returns cached blocks to the driver
 void reset_peak_memory(const Device& d);  // peak = in_use from now on (no-op on the CPU)
 // Waits until all work queued on d has finished (GPU kernels run asynchronously); no-op on the CPU.
 void synchronize(const Device& d);
+
+// A step of device work recorded once and replayed (a CUDA/HIP graph on a GPU), so the host stops
+// issuing each op again: an LLM decode step is hundreds of small kernels. capture() runs `body` on
+// the host with the device work it queues recorded, not run; each replay() runs that work on the
+// same memory. So a replay re-reads the tensors the body read (write new inputs into them in place
+// first: copy_from, slice_set, including its device-side start) and leaves its results in the
+// tensors the body made (keep them, e.g. assign them to a variable the body captured by reference).
+// The body must only queue work on `d`: a call that waits for the device or moves data to or from
+// the host (to_vector, from_vector, ops that check ids on the host) makes capture() throw an Error
+// that names it. Replays run in order with other work on the device. On the CPU nothing is
+// recorded: replay() runs body again. Graph is cheap to copy (copies share the recording).
+class Graph {
+ public:
+  Graph() = default;
+  static Graph capture(const Device& d, std::function<void()> body);
+  void replay() const;
+  bool defined() const { return impl_ != nullptr; }
+  bool recorded() const;  // true when replay() is one graph launch (a GPU), false on the CPU
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
 
 // Which backends this build of wick contains, and the devices present.
 std::vector<std::string> built_backends();  // e.g. {"cpu"} or {"cpu", "cuda"}

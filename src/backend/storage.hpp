@@ -8,6 +8,7 @@
 // strides, offset, zero-stride broadcast). Every op that returns a StoragePtr returns a
 // new contiguous row-major storage holding exactly the result's elements.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -216,6 +217,19 @@ class Backend {
   virtual StoragePtr rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) = 0;
   virtual StoragePtr rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) = 0;
   virtual void synchronize() = 0;
+
+  // Device work recorded once and replayed as one launch (a CUDA/HIP graph): wick::Graph.
+  class Recording {
+   public:
+    virtual ~Recording() = default;
+    virtual void replay() = 0;
+  };
+  // Runs body with this device's work recorded instead of run; nullptr where the backend does not
+  // record (the CPU, whose ops finish as they are called: Graph runs the body again to replay).
+  virtual std::unique_ptr<Recording> capture(const std::function<void()>& body) {
+    (void)body;
+    return nullptr;
+  }
 };
 
 // The backend of a device; throws Error(Device) when it was not built or is absent.

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "backend/registry.hpp"
+#include "backend/storage.hpp"
 #include "wick/error.hpp"
 
 #ifdef _OPENMP
@@ -168,6 +169,30 @@ void synchronize(const Device& d) {
   if (d.is_cpu()) return;  // CPU ops complete before they return
   backend_for(d).synchronize();
 }
+
+struct Graph::Impl {
+  std::function<void()> body;                  // the CPU's replay
+  std::unique_ptr<Backend::Recording> record;  // a GPU's graph
+};
+
+Graph Graph::capture(const Device& d, std::function<void()> body) {
+  if (!body) throw Error(ErrorKind::Argument, "Graph::capture: no body given");
+  Graph g;
+  g.impl_ = std::make_shared<Impl>();
+  g.impl_->record = backend_for(d).capture(body);
+  if (!g.impl_->record) g.impl_->body = std::move(body);
+  return g;
+}
+
+void Graph::replay() const {
+  if (!impl_) throw Error(ErrorKind::Argument, "Graph::replay: the graph is empty; make it with Graph::capture");
+  if (impl_->record)
+    impl_->record->replay();
+  else
+    impl_->body();
+}
+
+bool Graph::recorded() const { return impl_ && impl_->record; }
 
 Backend& backend_for(const Device& d) {
   if (d.is_cpu()) return registry::cpu_backend();

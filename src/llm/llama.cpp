@@ -3,6 +3,8 @@
 // so the same code runs on the CPU and a GPU. Prefill and one-token decode take the same path.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <memory>
 
 #include "llm/model_impl.hpp"
 #include "wick/error.hpp"
@@ -55,6 +57,7 @@ class LlamaModel : public Model {
              const std::vector<float>& freq_factors) {
     config_ = c;
     device_ = o.device;
+    graphs_ = o.graphs;
     dtype_ = dtype;
     default_cache_dtype_ = dtype == DType::BF16 ? DType::BF16 : DType::F16;
     inv_freq_ = inverse_frequencies(c, freq_factors);
@@ -131,6 +134,7 @@ class LlamaModel : public Model {
     // A sliding window (Mistral): queries before position W see every earlier key, so they run as one
     // batch; later ones one at a time over their window of keys.
     const size_t W = c.sliding_window;
+    if (T == 1 && graphs_ && device_.is_gpu() && (W == 0 || pos0 + 1 <= W)) return decode_graph(tokens[0], cache);
     if (W != 0 && T > 1 && pos0 + T > W) {
       const size_t batch = pos0 < W ? W - pos0 : 0;
       std::vector<Tensor> rows;
@@ -146,18 +150,33 @@ class LlamaModel : public Model {
   Tensor run(const std::vector<int32_t>& tokens, KvCache& cache, bool all_logits) {
     const ModelConfig& c = config_;
     const size_t T = tokens.size(), pos0 = cache.pos();
-    const DType cdt = cache.dtype();
     // The first key a query may see: 0, or (one token past the window) pos0 + 1 - W.
     const size_t key0 = c.sliding_window != 0 && pos0 + T > c.sliding_window ? pos0 + T - c.sliding_window : 0;
-
     const Tensor ids = Tensor::from_vector(tokens, {T}, device_);
-    Tensor x = embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids);
-
     // cos/sin rows for positions pos0 .. pos0+T-1: views of a device table that covers the cache.
     ensure_rope_table(cache.capacity());  // forward() checked pos0 + T <= capacity
     const Tensor cos = cos_tab_.narrow(0, pos0, T), sin = sin_tab_.narrow(0, pos0, T);
-    auto rope = [&](const Tensor& t) { return c.rope_interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
+    Tensor x = blocks(embed(ids), cos, sin, cache, Where{pos0, key0, nullptr});
+    cache.advance(T);
+    if (!all_logits) x = x.narrow(0, T - 1, 1);
+    return head(x);
+  }
 
+  // Where a step's K/V rows go and which keys it sees: host positions (pos0, key0), or for a recorded
+  // step `step` on the device: (position, position + 1), so the same graph serves every position.
+  struct Where {
+    size_t pos0, key0;
+    const Tensor* step;
+  };
+
+  Tensor embed(const Tensor& ids) const { return embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids); }
+
+  // The decoder blocks over x (T, hidden) at the positions of `cos`/`sin`, writing K/V into the cache.
+  Tensor blocks(Tensor x, const Tensor& cos, const Tensor& sin, KvCache& cache, const Where& w) const {
+    const ModelConfig& c = config_;
+    const size_t T = x.dim(0);
+    const DType cdt = cache.dtype();
+    auto rope = [&](const Tensor& t) { return c.rope_interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, hd = c.head_dim;
     for (size_t l = 0; l < c.n_layers; ++l) {
       const Layer& L = layers_[l];
@@ -173,19 +192,68 @@ class LlamaModel : public Model {
       k = rope(k.transpose(1, 2));
       Tensor& kc = cache.k(l);
       Tensor& vc = cache.v(l);
-      kc.slice_set(k.to_dtype(cdt), 2, pos0);
-      vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos0);
-      const Tensor kv_k = kc.narrow(2, key0, pos0 + T - key0), kv_v = vc.narrow(2, key0, pos0 + T - key0);
-      Tensor a = attention(q.to_dtype(cdt), kv_k, kv_v, /*causal=*/true).to_dtype(dtype_);
-      a = a.transpose(1, 2).reshape({T, nh * hd});
+      Tensor a;
+      if (w.step) {
+        const Tensor pos = w.step->narrow(0, 0, 1), len = w.step->narrow(0, 1, 1);
+        kc.slice_set(k.to_dtype(cdt), 2, pos);
+        vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos);
+        a = attention_kv_len(q.to_dtype(cdt), kc, vc, len, /*causal=*/true);
+      } else {
+        kc.slice_set(k.to_dtype(cdt), 2, w.pos0);
+        vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, w.pos0);
+        const size_t n = w.pos0 + T - w.key0;
+        a = attention(q.to_dtype(cdt), kc.narrow(2, w.key0, n), vc.narrow(2, w.key0, n), /*causal=*/true);
+      }
+      a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
       x = x.add(L.o.forward(a));
       const Tensor h2 = x.rms_norm(L.ffn_norm, c.rms_eps);
       x = x.add(L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2))));
     }
-    cache.advance(T);
-    if (!all_logits) x = x.narrow(0, T - 1, 1);
-    x = x.rms_norm(out_norm_, c.rms_eps);
-    return output_.forward(x).to_dtype(DType::F32);
+    return x;
+  }
+
+  Tensor head(const Tensor& x) const { return output_.forward(x.rms_norm(out_norm_, config_.rms_eps)).to_dtype(DType::F32); }
+
+  // One token on a GPU: the step recorded once per cache (wick::Graph) and replayed, with the token's
+  // embedding row, rotary row and position written into the graph's inputs first. The host then
+  // issues a handful of ops per token instead of hundreds. A step that cannot be recorded (e.g. a
+  // cache dtype whose attention reads lengths on the host) runs op by op from then on.
+  Tensor decode_graph(int32_t token, KvCache& cache) {
+    if (!graph_.graph.defined() || !graph_.serves(cache)) {
+      try {
+        record_decode(cache);
+      } catch (const Error& e) {
+        graphs_ = false;
+        graph_ = {};
+        std::fprintf(stderr, "wick: decode runs op by op: %s\n", e.what());
+        return run({token}, cache, false);
+      }
+    }
+    const size_t pos0 = cache.pos();
+    // One upload: the token id, then the step's (position, key count).
+    const Tensor up = Tensor::from_vector(std::vector<int32_t>{token, int32_t(pos0), int32_t(pos0 + 1)}, {3}, device_);
+    graph_.x_in.copy_from(embed(up.narrow(0, 0, 1)));
+    graph_.step.copy_from(up.narrow(0, 1, 2));
+    graph_.cos_in.copy_from(cos_tab_.narrow(0, pos0, 1));
+    graph_.sin_in.copy_from(sin_tab_.narrow(0, pos0, 1));
+    graph_.graph.replay();
+    cache.advance(1);
+    return graph_.logits.copy();  // the next replay overwrites graph_.logits
+  }
+
+  void record_decode(KvCache& cache) {
+    graph_ = {};
+    ensure_rope_table(cache.capacity());
+    DecodeGraph& g = graph_;
+    g.x_in = Tensor::zeros({1, config_.hidden}, dtype_, device_);
+    g.cos_in = Tensor::zeros({1, config_.rope_dim / 2}, dtype_, device_);
+    g.sin_in = Tensor::zeros({1, config_.rope_dim / 2}, dtype_, device_);
+    g.step = Tensor::zeros({2}, DType::I32, device_);
+    for (size_t l = 0; l < cache.n_layers(); ++l) {
+      g.kv.push_back(cache.k(l).storage());
+      g.kv.push_back(cache.v(l).storage());
+    }
+    g.graph = Graph::capture(device_, [&] { g.logits = head(blocks(g.x_in, g.cos_in, g.sin_in, cache, Where{0, 0, &g.step})); });
   }
 
   // Rotary tables for positions 0 .. rows-1, computed on the host as transformers does (f32 angle,
@@ -204,7 +272,26 @@ class LlamaModel : public Model {
     sin_tab_ = Tensor::from_vector(sn, {rows, half}, device_).to_dtype(dtype_);
   }
 
+  // A recorded decode step: its inputs, its output, and the cache it writes (the graph holds the
+  // cache's addresses: another cache, or this one reallocated, needs a new recording).
+  struct DecodeGraph {
+    Tensor x_in, cos_in, sin_in, step, logits;
+    Graph graph;
+    std::vector<std::weak_ptr<Storage>> kv;
+    bool serves(KvCache& cache) const {
+      if (kv.size() != 2 * cache.n_layers()) return false;
+      for (size_t l = 0; l < cache.n_layers(); ++l)
+        if (!same(kv[2 * l], cache.k(l).storage()) || !same(kv[2 * l + 1], cache.v(l).storage())) return false;
+      return true;
+    }
+    static bool same(const std::weak_ptr<Storage>& a, const std::shared_ptr<Storage>& b) {
+      return !a.expired() && !a.owner_before(b) && !b.owner_before(a);
+    }
+  };
+
   Tensor embd_, out_norm_, cos_tab_, sin_tab_;
+  DecodeGraph graph_;
+  bool graphs_ = true;
   QTensor embd_q_;
   Linear output_;
   std::vector<Layer> layers_;

@@ -48,6 +48,9 @@ struct LoadOptions {
   // file's weights are bf16).
   std::optional<DType> dtype;
   std::function<void(size_t done_bytes, size_t total_bytes)> progress;  // called per tensor
+  // On a GPU, one-token decode steps are recorded once per cache into a graph (wick::Graph) and
+  // replayed; false launches every op of every step (the same results, slower: for comparisons).
+  bool graphs = true;
 };
 
 // Per layer K and V, each (1, n_kv_heads, capacity, head_dim), preallocated and written in place.

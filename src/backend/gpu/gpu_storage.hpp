@@ -174,6 +174,7 @@ class GpuBackend final : public Backend {
   StoragePtr rand_uniform(size_t numel, DType dtype, uint64_t seed, double lo, double hi) override;
   StoragePtr rand_normal(size_t numel, DType dtype, uint64_t seed, double mean, double std) override;
   void synchronize() override;
+  std::unique_ptr<Recording> capture(const std::function<void()>& body) override;  // graph.cu
 
  private:
   int ordinal_;

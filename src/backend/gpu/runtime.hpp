@@ -40,6 +40,15 @@ using gpuEvent_t = hipEvent_t;
 #define gpuEventRecord hipEventRecord
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
+#define gpuGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphExecDestroy hipGraphExecDestroy
 #else
 #include <cuda_runtime.h>
 #define WICK_GPU_VENDOR "cuda"
@@ -75,6 +84,15 @@ using gpuEvent_t = cudaEvent_t;
 #define gpuEventRecord cudaEventRecord
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define gpuGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphExecDestroy cudaGraphExecDestroy
 #endif
 
 namespace wick::gpu {
