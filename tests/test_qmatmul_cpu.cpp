@@ -26,6 +26,7 @@
 
 #include "backend/cpu/qdot.hpp"
 #include "ops/quant_blocks.hpp"
+#include "ops/quant_encode.hpp"
 #include "test_util.hpp"
 #include "wick/quant.hpp"
 
@@ -283,6 +284,56 @@ TEST(QMatmulCpuHand, ZeroActivationsGiveZero) {
     }
   }
   cpu::qdot::set_isa(cpu::qdot::best_isa());
+}
+
+// The activation encoder at every level gives the bytes of quant::quantize_block_q8_0 (the
+// AVX-512 one is vectorised): random blocks of every scale, roundf's ties (amax 127: d = 1, so
+// x * id = x), the largest float below 1/2, zeros, tiny and huge blocks, NaN and infinities (the
+// last ones go to the scalar encoder); and qn is q regrouped per 4 blocks.
+TEST(QMatmulCpuHand, ActivationEncoderMatchesTheSharedOne) {
+  const size_t nb = 23;  // 5 groups of 4 and a tail
+  std::vector<float> x(nb * 32);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t b = 0; b < nb; ++b) {
+    const float scale = std::ldexp(1.0f, int(b % 9) * 6 - 24);  // 2^-24 .. 2^24
+    for (size_t j = 0; j < 32; ++j) x[b * 32 + j] = u(rng) * scale;
+  }
+  const float ties[] = {127.0f, 0.5f, -0.5f, 1.5f, -2.5f, 126.5f, -126.5f, 0.49999997f, -0.49999997f, 3.5f, 64.5f};
+  for (size_t j = 0; j < 32; ++j) x[1 * 32 + j] = ties[j % 11] * (j < 11 ? 1.0f : -1.0f);
+  for (size_t j = 0; j < 32; ++j) x[2 * 32 + j] = 0.0f;
+  x[3 * 32 + 5] = 1e-35f;  // a tiny block: max |x| below 2^-100
+  for (size_t j = 0; j < 32; ++j) x[4 * 32 + j] = j % 2 ? 3e-33f : -1e-34f;
+  x[5 * 32 + 7] = std::nanf("");
+  x[6 * 32 + 1] = INFINITY;
+  x[7 * 32 + 2] = -INFINITY;
+  x[8 * 32 + 3] = 3e30f;  // huge: the f16 scale overflows
+  std::vector<std::vector<uint8_t>> bytes;
+  for (int i = 0; i <= int(cpu::qdot::best_isa()); ++i) {
+    std::vector<int8_t> q(nb * 32), qn(nb * 32, 0);
+    std::vector<float> d(nb), sd(nb);
+    std::vector<int32_t> s(nb);
+    cpu::qdot::quantize_row_q8_0(x.data(), nb, q.data(), d.data(), s.data(), sd.data(), qn.data(), cpu::qdot::Isa(i));
+    for (size_t b = 0; b < nb; ++b) {
+      uint8_t ref[34];
+      quant::quantize_block_q8_0(x.data() + b * 32, ref);
+      int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) sum += int8_t(ref[2 + j]);
+      const std::string what = std::string(cpu::qdot::isa_name(cpu::qdot::Isa(i))) + " block " + std::to_string(b);
+      ASSERT_EQ(std::memcmp(q.data() + b * 32, ref + 2, 32), 0) << what;
+      const float dr = quant::detail::ld_f16(ref);
+      ASSERT_EQ(std::memcmp(&d[b], &dr, 4), 0) << what << ": d " << d[b] << " vs " << dr;
+      ASSERT_EQ(s[b], sum) << what;
+      const float sdr = float(sum) * dr;
+      ASSERT_EQ(std::memcmp(&sd[b], &sdr, 4), 0) << what;
+    }
+    for (size_t g = 0; g + 4 <= nb; g += 4)
+      for (size_t i4 = 0; i4 < 4; ++i4)
+        for (size_t j = 0; j < 16; ++j) {
+          ASSERT_EQ(qn[g * 32 + 16 * i4 + j], q[(g + i4) * 32 + j]);
+          ASSERT_EQ(qn[g * 32 + 64 + 16 * i4 + j], q[(g + i4) * 32 + 16 + j]);
+        }
+  }
 }
 
 }  // namespace

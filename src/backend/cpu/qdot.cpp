@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ops/quant_blocks.hpp"
+#include "ops/quant_encode.hpp"
 #include "wick/error.hpp"
 
 namespace wick::cpu::qdot {
@@ -279,6 +280,29 @@ RowDot scalar_kernel(GGMLType t) {
                                               quant::ggml_type_info(t)->name +
                                               "; supported: " + ggml_supported_types());
   }
+}
+
+void quantize_row_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* s, float* sd, int8_t* qn, Isa isa) {
+  size_t ib = 0;
+  while (ib < nb) {
+    if (isa == Isa::Avx512) ib += avx512_quantize_q8_0(x + ib * 32, nb - ib, q + ib * 32, d + ib, s + ib, sd + ib);
+    if (ib == nb) break;
+    uint8_t blk[34];  // the shared encoder, then unpacked
+    quant::quantize_block_q8_0(x + ib * 32, blk);
+    d[ib] = quant::detail::ld_f16(blk);
+    std::memcpy(q + ib * 32, blk + 2, 32);
+    int32_t sum = 0;
+    for (int t = 0; t < 32; ++t) sum += int8_t(blk[2 + t]);
+    s[ib] = sum;
+    sd[ib] = float(sum) * d[ib];
+    ++ib;
+  }
+  if (!qn) return;
+  for (size_t g = 0; g + 4 <= nb; g += 4)  // lows of A B C D, then highs
+    for (size_t i = 0; i < 4; ++i) {
+      std::memcpy(qn + g * 32 + 16 * i, q + (g + i) * 32, 16);
+      std::memcpy(qn + g * 32 + 64 + 16 * i, q + (g + i) * 32 + 16, 16);
+    }
 }
 
 RowDot kernel(GGMLType t, Isa isa) {

@@ -35,4 +35,9 @@ RowDot kernel(GGMLType t, Isa isa);
 
 RowDot scalar_kernel(GGMLType t);  // every supported type
 
+// One row of nb * 32 floats as Q8_0 activations (XRow's q, d, s, sd; qn for whole groups of 4
+// blocks when it is not null): the bytes quant::quantize_block_q8_0 writes, at every level (the
+// AVX-512 level vectorises it; the encoder's scalar roundf was most of a decode step's serial time).
+void quantize_row_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* s, float* sd, int8_t* qn, Isa isa);
+
 }  // namespace wick::cpu::qdot

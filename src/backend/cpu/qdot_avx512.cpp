@@ -119,10 +119,9 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   }
   size_t ib = 0;
   // Four blocks per step: their nibble bytes in one zmm [A B C D], split into low and high
-  // nibbles, regrouped by qword permutes into [A lo, A hi, B lo, B hi] and [C lo, C hi, D lo, D hi].
-  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
-  const __m512i second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-  const __m512i pair23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  // nibbles, dotted with the activations regrouped the same way (XRow::qn) into one int32 vector
+  // whose lanes 0-3 sum block A, 4-7 B, 8-11 C, 12-15 D.
+  const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (; ib + 4 <= nb; ib += 4) {
     const uint8_t* b = w + ib * BB;
     _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead, _MM_HINT_T0);
@@ -146,7 +145,6 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
       lo = _mm512_or_si512(lo, _mm512_maskz_mov_epi8(ml, bit4));
       hi = _mm512_or_si512(hi, _mm512_maskz_mov_epi8(mh, bit4));
     }
-    const __m512i q01 = _mm512_permutex2var_epi64(lo, first, hi), q23 = _mm512_permutex2var_epi64(lo, second, hi);
     __m128 dw;
     if constexpr (K == Nib::MXFP4) {
       dw = _mm_setr_ps(nib_scale<K>(b), nib_scale<K>(b + BB), nib_scale<K>(b + 2 * BB), nib_scale<K>(b + 3 * BB));
@@ -155,12 +153,11 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
     }
     const __m128 cw = T::kMin ? f16s(b + 2, BB, 4) : dw;  // what multiplies s * d_x
     for (int r = 0; r < M; ++r) {
-      const int8_t* xq = x[r].q + ib * 32;
-      const __m512i s01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, _mm512_load_si512(xq));
-      const __m512i s23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q23, _mm512_load_si512(xq + 64));
+      const int8_t* xq = x[r].qn + ib * 32;
+      const __m512i sq = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_load_si512(xq)), hi,
+                                             _mm512_load_si512(xq + 64));
       const __m512 dd = _mm512_castps128_ps512(_mm_mul_ps(dw, _mm_loadu_ps(x[r].d + ib)));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s01), _mm512_permutexvar_ps(pair, dd), acc[r]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s23), _mm512_permutexvar_ps(pair23, dd), acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sq), _mm512_permutexvar_ps(quad, dd), acc[r]);
       corr[r] = _mm_fmadd_ps(cw, _mm_loadu_ps(x[r].sd + ib), corr[r]);
     }
   }
@@ -623,12 +620,51 @@ RowDot avx512_kernel(uint32_t type) {
   }
 }
 
+// Q8_0 activations as quant::quantize_block_q8_0 encodes them: d = amax / 127 and id = 1 / d in
+// scalar f32, q = roundf(x * id) with the product rounded on its own (the explicit-rounding
+// intrinsics, which no compiler contracts into an FMA), roundf (ties away from zero) as
+// trunc(v + copysign(0.49999997, v)): the largest float below 1/2 cannot lift a non-tie to the
+// next integer, and a tie's sum rounds up to it. The f16 scale through F16C's round-to-nearest-even.
+// Left to the scalar encoder: non-finite values and max |x| outside [2^-100, 2^22] (1 / d near
+// overflow, an f16 scale near its range), where the two are not worth proving equal.
+size_t avx512_quantize_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* s, float* sd) {
+  constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  const __m512i half = _mm512_castps_si512(_mm512_set1_ps(0.49999997f));
+  const __m512i sign = _mm512_set1_epi32(int32_t(0x80000000u));
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const __m512 x0 = _mm512_loadu_ps(x + 32 * ib), x1 = _mm512_loadu_ps(x + 32 * ib + 16);
+    const __m512 a0 = _mm512_abs_ps(x0), a1 = _mm512_abs_ps(x1);
+    if (__mmask16(_mm512_cmp_ps_mask(a0, inf, _CMP_LT_OQ) & _mm512_cmp_ps_mask(a1, inf, _CMP_LT_OQ)) != 0xFFFF)
+      return ib;
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
+    if (!(amax >= 0x1p-100f && amax <= 0x1p22f)) return ib;
+    const float dd = amax / 127.0f;
+    const __m512 id = _mm512_set1_ps(1.0f / dd);
+    __m512i qi[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m512 v = _mm512_mul_round_ps(h ? x1 : x0, id, kRn);
+      const __m512 hs = _mm512_castsi512_ps(_mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), sign), half));
+      qi[h] = _mm512_cvtt_roundps_epi32(_mm512_add_round_ps(v, hs, kRn), _MM_FROUND_NO_EXC);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * ib), _mm512_cvtepi32_epi8(qi[0]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * ib + 16), _mm512_cvtepi32_epi8(qi[1]));
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qi[0], qi[1]));
+    const float df = _cvtsh_ss(_cvtss_sh(dd, _MM_FROUND_TO_NEAREST_INT));
+    d[ib] = df;
+    s[ib] = sum;
+    sd[ib] = float(sum) * df;
+  }
+  return nb;
+}
+
 }  // namespace wick::cpu::qdot
 
 #else  // not x86-64: no AVX-512 kernels
 
 namespace wick::cpu::qdot {
 RowDot avx512_kernel(uint32_t) { return nullptr; }
+size_t avx512_quantize_q8_0(const float*, size_t, int8_t*, float*, int32_t*, float*) { return 0; }
 }  // namespace wick::cpu::qdot
 
 #endif
