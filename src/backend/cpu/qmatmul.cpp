@@ -11,8 +11,10 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -135,21 +137,81 @@ inline void store(DType dt, void* y, size_t idx, float v) {
   }
 }
 
-// Weight rows per parallel chunk. Decode (m <= 8): about 4 chunks per thread and at least 256 KiB
-// each. Chunks of 32 KiB cost a claim (two contended atomics) per 32 KiB and broke each thread's
-// read into short streams: 1.1B Q8_0 tg32 on the 2-core machine went from 31 to 40 tok/s with
-// these. Prefill (m > 8) keeps ~32 KiB, so a chunk's weights stay in L1/L2 across its groups of x.
-size_t rows_per_chunk(size_t n, size_t row_bytes, size_t m) {
-  const size_t rb = std::max<size_t>(1, row_bytes);
-  if (m > kMaxMatvecRows) return std::max<size_t>(1, 32768 / rb);
-  const size_t threads = pool_threads(), bytes = n * rb;
-  size_t chunks = std::min(threads * 4, bytes / (size_t(256) << 10));
-  if (bytes >= (size_t(64) << 10)) chunks = std::max(chunks, threads);  // smaller: one thread's work
-  chunks = std::max<size_t>(1, chunks);
-  return (n + chunks - 1) / chunks;
+// Rows [r0, r1) of y for x rows [0, m): groups of 8 x rows outermost, so a group's activations
+// stay in cache across the weight rows, and (prefill) a chunk's ~32 KiB of weights across groups.
+void rows_dot(qdot::RowDot kern, const uint8_t* w, size_t row_bytes, size_t nb, size_t n, const qdot::XRow* x,
+              size_t m, DType dt, void* y, size_t r0, size_t r1) {
+  float out[kMaxMatvecRows];
+  for (size_t i0 = 0; i0 < m; i0 += kMaxMatvecRows) {
+    const int mm = int(std::min(kMaxMatvecRows, m - i0));
+    for (size_t r = r0; r < r1; ++r) {
+      kern(w + r * row_bytes, nb, x + i0, mm, out);
+      for (int i = 0; i < mm; ++i) store(dt, y, (i0 + i) * n + r, out[i]);
+    }
+  }
 }
 
+// Decode (m <= 8): every thread owns a contiguous share of the weight rows (one long read, which
+// the prefetchers follow) and claims it in pieces of ~64 KiB from a cursor on its own cache line
+// (an uncontended atomic); a thread done with its share takes pieces of the others', so a thread
+// that started late or was preempted delays the op by at most a piece. The pool's chunks of 32
+// KiB this replaces cost two contended atomics each and cut every thread's read into short
+// streams: 1.1B Q8_0 tg32 on the 2-core machine went from 31 tok/s to 40 with chunks of >= 256
+// KiB (same run as llama.cpp's 35-40), and a step's 155 Q4_0 matvecs alone from 12.4 to 12.15 ms
+// with shares (49 GB/s, the machine's read bandwidth).
+struct alignas(64) Cursor {
+  std::atomic<size_t> next{0};
+  size_t end = 0;
+};
+
+void matvec_shares(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activations& a, size_t m, DType dt,
+                   void* y) {
+  const size_t n = q.rows, rb = std::max<size_t>(1, row_bytes);
+  const size_t shares = std::max<size_t>(1, std::min(pool_threads(), n * rb / (size_t(64) << 10)));
+  struct Ctx {
+    qdot::RowDot kern;
+    const uint8_t* w;
+    size_t row_bytes, nb, n, m, piece, shares;
+    const qdot::XRow* x;
+    DType dt;
+    void* y;
+    std::unique_ptr<Cursor[]> cur;
+  } ctx{qdot::kernel(q.type, qdot::active_isa()),
+        w,
+        row_bytes,
+        q.cols / quant::ggml_type_info(q.type)->block_elems,
+        n,
+        m,
+        std::max<size_t>(1, (size_t(64) << 10) / rb),
+        shares,
+        a.rows.data(),
+        dt,
+        y,
+        std::make_unique<Cursor[]>(shares)};
+  for (size_t c = 0; c < shares; ++c) {
+    ctx.cur[c].next.store(c * n / shares, std::memory_order_relaxed);
+    ctx.cur[c].end = (c + 1) * n / shares;
+  }
+  parallel_chunks(
+      shares,
+      [](void* p, size_t c) {
+        const Ctx& cx = *static_cast<const Ctx*>(p);
+        for (size_t o = 0; o < cx.shares; ++o) {  // its own share first, then the others'
+          Cursor& cu = cx.cur[(c + o) % cx.shares];
+          for (;;) {
+            const size_t r0 = cu.next.fetch_add(cx.piece, std::memory_order_relaxed);
+            if (r0 >= cu.end) break;
+            rows_dot(cx.kern, cx.w, cx.row_bytes, cx.nb, cx.n, cx.x, cx.m, cx.dt, cx.y, r0,
+                     std::min(cu.end, r0 + cx.piece));
+          }
+        }
+      },
+      &ctx);
+}
+
+// Prefill (m > 8): the pool's chunks of ~32 KiB of weights, claimed one at a time.
 void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activations& a, size_t m, DType dt, void* y) {
+  if (m <= kMaxMatvecRows) return matvec_shares(q, w, row_bytes, a, m, dt, y);
   struct Ctx {
     qdot::RowDot kern;
     const uint8_t* w;
@@ -158,22 +220,12 @@ void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activa
     DType dt;
     void* y;
   } ctx{qdot::kernel(q.type, qdot::active_isa()), w, row_bytes, q.cols / quant::ggml_type_info(q.type)->block_elems,
-        q.rows, m,
-        rows_per_chunk(q.rows, row_bytes, m), a.rows.data(), dt, y};
+        q.rows, m, std::max<size_t>(1, 32768 / std::max<size_t>(1, row_bytes)), a.rows.data(), dt, y};
   parallel_chunks((q.rows + ctx.rows_per_chunk - 1) / ctx.rows_per_chunk,
                   [](void* p, size_t c) {
                     const Ctx& cx = *static_cast<const Ctx*>(p);
                     const size_t r0 = c * cx.rows_per_chunk, r1 = std::min(cx.n, r0 + cx.rows_per_chunk);
-                    float out[kMaxMatvecRows];
-                    // Groups of 8 x rows outermost: a group's activations stay in cache across
-                    // the chunk's weight rows, and the chunk's ~32 KiB of weights across groups.
-                    for (size_t i0 = 0; i0 < cx.m; i0 += kMaxMatvecRows) {
-                      const int mm = int(std::min(kMaxMatvecRows, cx.m - i0));
-                      for (size_t r = r0; r < r1; ++r) {
-                        cx.kern(cx.w + r * cx.row_bytes, cx.nb, cx.x + i0, mm, out);
-                        for (int i = 0; i < mm; ++i) store(cx.dt, cx.y, (i0 + i) * cx.n + r, out[i]);
-                      }
-                    }
+                    rows_dot(cx.kern, cx.w, cx.row_bytes, cx.nb, cx.n, cx.x, cx.m, cx.dt, cx.y, r0, r1);
                   },
                   &ctx);
 }
