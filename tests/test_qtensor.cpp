@@ -503,3 +503,28 @@ TEST(QTensor, LoadQuantizedIsZeroCopyAndKeepsTheFileAlive) {
   }
   EXPECT_EQ(q3d.shape(), (Shape{2, 2, 32}));
 }
+
+// cat_rows stacks whole rows of blocks: the stacked matrix's bytes are the parts' bytes back to back
+// and it dequantizes to the parts' rows in order; mismatched parts are refused.
+TEST(QTensor, CatRowsStacksTheBlocks) {
+  const Tensor a = Tensor::rand({3, 64}, DType::F32, Device::cpu(), 11, -2.0, 2.0);
+  const Tensor b = Tensor::rand({5, 64}, DType::F32, Device::cpu(), 12, -2.0, 2.0);
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0}) {
+    const QTensor qa = QTensor::quantize(a, t), qb = QTensor::quantize(b, t);
+    const QTensor s = QTensor::cat_rows({qa, qb});
+    EXPECT_EQ(s.shape(), (Shape{8, 64}));
+    EXPECT_EQ(s.type(), t);
+    std::vector<uint8_t> want = qa.to_bytes();
+    const std::vector<uint8_t> wb = qb.to_bytes();
+    want.insert(want.end(), wb.begin(), wb.end());
+    EXPECT_EQ(s.to_bytes(), want);
+    std::vector<float> rows = qa.dequantize().to_vector<float>();
+    const std::vector<float> rb = qb.dequantize().to_vector<float>();
+    rows.insert(rows.end(), rb.begin(), rb.end());
+    EXPECT_EQ(s.dequantize().to_vector<float>(), rows);
+  }
+  const QTensor q4 = QTensor::quantize(a, GGMLType::Q4_0), q8 = QTensor::quantize(b, GGMLType::Q8_0);
+  EXPECT_THROW(QTensor::cat_rows({q4, q8}), Error);
+  EXPECT_THROW(QTensor::cat_rows({q4, QTensor::quantize(Tensor::rand({3, 32}, DType::F32, Device::cpu(), 13), GGMLType::Q4_0)}), Error);
+  EXPECT_THROW(QTensor::cat_rows({}), Error);
+}

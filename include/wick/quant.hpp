@@ -101,6 +101,9 @@ class QTensor {
   std::string str() const;  // "QTensor[4096, 4096] Q4_K cuda:0"
   const std::shared_ptr<Storage>& storage() const { return blocks_; }
 
+  // The rows of several (n_i, k) matrices of one type on one device, stacked into one (sum n_i, k)
+  // matrix (a copy of their blocks on that device): e.g. q/k/v weights run as one matrix product.
+  static QTensor cat_rows(const std::vector<QTensor>& parts);
   QTensor to(Device device) const;              // one upload / download of the bytes
   std::vector<uint8_t> to_bytes() const;        // the blocks, copied to host memory
   Tensor dequantize(DType dtype = DType::F32) const;  // f32, f16 or bf16, same shape and device

@@ -143,6 +143,26 @@ QTensor QTensor::from_bytes(GGMLType type, const Shape& shape, const void* data,
   return QTensor(backend_for(device).from_host(data, want, DType::U8), type, shape, device);
 }
 
+QTensor QTensor::cat_rows(const std::vector<QTensor>& parts) {
+  const char* op = "QTensor::cat_rows";
+  if (parts.empty()) throw Error(ErrorKind::Argument, std::string(op) + ": no parts given");
+  const QTensor& p0 = parts[0];
+  check_q(p0, op);
+  size_t rows = 0;
+  std::vector<Tensor> bytes;
+  for (const QTensor& p : parts) {
+    check_q(p, op);
+    if (p.rank() != 2 || p0.rank() != 2 || p.type() != p0.type() || p.dim(1) != p0.dim(1) || p.device() != p0.device())
+      throw Error(ErrorKind::Argument, std::string(op) + ": every part must be a rank-2 matrix of one type, width and " +
+                                           "device; got " + p0.str() + " and " + p.str());
+    rows += p.dim(0);
+    // The blocks as a U8 vector: rows are whole blocks, back to back, so stacking rows is joining bytes.
+    bytes.emplace_back(p.storage(), Layout({p.nbytes()}, {1}, 0), DType::U8, p.device());
+  }
+  const Tensor joined = Tensor::cat(bytes, 0);
+  return QTensor(joined.storage(), p0.type(), {rows, p0.dim(1)}, p0.device());
+}
+
 QTensor QTensor::to(Device device) const {
   check_q(*this, "QTensor::to");
   if (device == device_) return *this;

@@ -15,6 +15,7 @@ namespace {
 struct Layer {
   Tensor attn_norm, ffn_norm, q_norm, k_norm;
   Linear q, k, v, o, gate, up, down;
+  Linear qkv, gate_up;  // on a GPU, q/k/v and gate/up stacked (stack_linears) when they can be
 };
 
 // Rotary inverse frequencies as transformers computes them (in f32), with the file's scaling.
@@ -99,6 +100,14 @@ class LlamaModel : public Model {
       L.gate = ld.linear(blk(l, "ffn_gate"), {c.intermediate, H}, false);
       L.up = ld.linear(blk(l, "ffn_up"), {c.intermediate, H}, false);
       L.down = ld.linear(blk(l, "ffn_down"), {H, c.intermediate}, false);
+      // Fewer launches per GPU decode step. The CPU keeps the parts: its per-op cost is small and
+      // stacking would copy weights it otherwise maps from the file.
+      if (o.device.is_gpu()) {
+        L.qkv = stack_linears({&L.q, &L.k, &L.v});
+        if (L.qkv.defined()) L.q = L.k = L.v = Linear{};
+        L.gate_up = stack_linears({&L.gate, &L.up});
+        if (L.gate_up.defined()) L.gate = L.up = Linear{};
+      }
     }
     out_norm_ = ld.tensor("output_norm.weight", {H});
     if (c.tie_embeddings) {
@@ -181,15 +190,32 @@ class LlamaModel : public Model {
     for (size_t l = 0; l < c.n_layers; ++l) {
       const Layer& L = layers_[l];
       const Tensor h = x.rms_norm(L.attn_norm, c.rms_eps);
-      Tensor q = L.q.forward(h).reshape({1, T, nh, hd});
-      Tensor k = L.k.forward(h).reshape({1, T, nkv, hd});
-      const Tensor v = L.v.forward(h).reshape({1, T, nkv, hd});
-      if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
-        q = q.rms_norm(L.q_norm, c.rms_eps);
-        k = k.rms_norm(L.k_norm, c.rms_eps);
+      Tensor q, k, v;
+      if (L.qkv.defined() && !c.qk_norm) {
+        // q and k heads side by side take the same rotation: one rope for both.
+        const Tensor y = L.qkv.forward(h);
+        const Tensor qk = rope(y.narrow(1, 0, (nh + nkv) * hd).reshape({1, T, nh + nkv, hd}).transpose(1, 2));
+        q = qk.narrow(1, 0, nh);
+        k = qk.narrow(1, nh, nkv);
+        v = y.narrow(1, (nh + nkv) * hd, nkv * hd).reshape({1, T, nkv, hd});
+      } else {
+        if (L.qkv.defined()) {
+          const Tensor y = L.qkv.forward(h);
+          q = y.narrow(1, 0, nh * hd).reshape({1, T, nh, hd});
+          k = y.narrow(1, nh * hd, nkv * hd).reshape({1, T, nkv, hd});
+          v = y.narrow(1, (nh + nkv) * hd, nkv * hd).reshape({1, T, nkv, hd});
+        } else {
+          q = L.q.forward(h).reshape({1, T, nh, hd});
+          k = L.k.forward(h).reshape({1, T, nkv, hd});
+          v = L.v.forward(h).reshape({1, T, nkv, hd});
+        }
+        if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
+          q = q.rms_norm(L.q_norm, c.rms_eps);
+          k = k.rms_norm(L.k_norm, c.rms_eps);
+        }
+        q = rope(q.transpose(1, 2));
+        k = rope(k.transpose(1, 2));
       }
-      q = rope(q.transpose(1, 2));
-      k = rope(k.transpose(1, 2));
       Tensor& kc = cache.k(l);
       Tensor& vc = cache.v(l);
       Tensor a;
@@ -207,7 +233,12 @@ class LlamaModel : public Model {
       a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
       x = x.add(L.o.forward(a));
       const Tensor h2 = x.rms_norm(L.ffn_norm, c.rms_eps);
-      x = x.add(L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2))));
+      if (L.gate_up.defined()) {
+        const Tensor y = L.gate_up.forward(h2);
+        x = x.add(L.down.forward(y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate))));
+      } else {
+        x = x.add(L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2))));
+      }
     }
     return x;
   }

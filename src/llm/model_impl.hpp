@@ -49,7 +49,14 @@ struct Linear {
   Tensor forward(const Tensor& x) const;
   size_t bytes() const;
   size_t out_features() const { return q.defined() ? q.dim(0) : w.dim(0); }
+  bool defined() const { return q.defined() || w.defined(); }
 };
+
+// One Linear computing several that share their input (q/k/v, gate/up): the output's columns are
+// the parts' outputs side by side, so a decode step runs one matrix product (and, for quantized
+// weights, one activation quantization) instead of one per part. Empty when the parts cannot be
+// stacked (quantized and plain mixed, different quantized types or dtypes, biases on some only).
+Linear stack_linears(const std::vector<const Linear*>& parts);
 
 // Loads tensors by GGUF name, checks their shapes, converts plain ones to the compute dtype on the
 // device, and reports progress.

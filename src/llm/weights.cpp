@@ -148,6 +148,23 @@ Tensor Linear::forward(const Tensor& x) const {
   return b.defined() ? y.add(b) : y;
 }
 
+Linear stack_linears(const std::vector<const Linear*>& parts) {
+  const Linear& p0 = *parts.at(0);
+  const bool quant = p0.q.defined();
+  std::vector<QTensor> qs;
+  std::vector<Tensor> ws, bs;
+  for (const Linear* p : parts) {
+    if (p->q.defined() != quant || p->b.defined() != p0.b.defined()) return {};
+    if (quant ? p->q.type() != p0.q.type() : p->w.dtype() != p0.w.dtype()) return {};
+    if (quant) qs.push_back(p->q); else ws.push_back(p->w);
+    if (p->b.defined()) bs.push_back(p->b);
+  }
+  Linear f;
+  if (quant) f.q = QTensor::cat_rows(qs); else f.w = Tensor::cat(ws, 0);
+  if (!bs.empty()) f.b = Tensor::cat(bs, 0);
+  return f;
+}
+
 size_t Linear::bytes() const {
   size_t n = q.defined() ? q.nbytes() : w.numel() * dtype_size(w.dtype());
   if (b.defined()) n += b.numel() * dtype_size(b.dtype());
