@@ -48,6 +48,7 @@ inline constexpr int kAttnRowBlock = 256;  // multiple of 64
 inline constexpr int kAttnDecodeKeys = 256;
 inline constexpr int kAttnDecodeRows = 8;
 inline constexpr int kAttnDecodeMaxDim = 256;
+inline constexpr int kAttnDecodeLoads = 8;  // global loads each thread has in flight (first choice)
 // Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
 // (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
 // FlashAttention-2's forward tiles for these head dims; unmeasured.
@@ -94,6 +95,15 @@ inline constexpr int kQuantStageElems = 8192;
 // Prefill product (many rows x a quantized W): W is dequantized to f16/bf16 in chunks of rows
 // of at most this many bytes before each vendor GEMM, so a huge LM head never needs a full copy.
 inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
+
+// f16/bf16 matrix-vector (kernels/matmul.cu, x.matmul(w.t()) with up to kMvMaxRows rows of x):
+// kMvBlock threads stride over kMvRows weight rows per block in 16-byte vectors, kMvUnroll vectors
+// of each row in flight per thread. First choice (the qmatvec shape that measured best), unmeasured
+// on AMD.
+inline constexpr int kMvMaxRows = 8;
+inline constexpr int kMvBlock = 128;
+inline constexpr int kMvRows = 2;
+inline constexpr int kMvUnroll = 4;
 
 // Quantized matrix-vector (kernels/qmatmul.cu, 1..kQmvMaxRows rows of x): kQmvBlock threads per
 // block (a multiple of 64: 4 warps, 2 wave64), kQmvRows weight rows per block sharing each

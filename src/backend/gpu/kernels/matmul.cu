@@ -175,6 +175,108 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
                      });
 }
 
+// ---- Few rows of x times a row-major weight: y (m x n) = x (m x k) W^T with W (n x k), m <= 8,
+// f16/bf16, the LLM decode shape. cuBLAS/rocBLAS run it as a gemm with most of the GPU idle and
+// below copy bandwidth; here R weight rows per block, the block's threads striding over each row in
+// 16-byte vectors (consecutive threads: consecutive bytes), every vector dotted with all m rows of
+// x in f32. A warp reduction, the warps' partial sums in shared memory, one rounding per output
+// (as the f32-accumulating gemm). Rows of x past m (padded to 1/2/4/8) are never read.
+template <class T, int M, int R>
+__global__ void WICK_LAUNCH_BOUNDS(tune::kMvBlock)
+    matvec_kernel(const T* __restrict__ x, int64_t x_ld, int m, const T* __restrict__ w, int64_t w_ld, int64_t n,
+                  int64_t k, T* __restrict__ y) {
+  constexpr int V = 8;  // 8 x 16-bit = 16 bytes
+  constexpr int U = tune::kMvUnroll;
+  const int64_t row0 = int64_t(blockIdx.x) * R;
+  const T* wr[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) wr[r] = w + (row0 + r < n ? row0 + r : n - 1) * w_ld;  // past n: not stored
+  float acc[R][M];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
+  const int64_t vecs = k / V, step = blockDim.x;
+  for (int64_t v0 = threadIdx.x; v0 < vecs; v0 += step * U) {
+    VecOf<T, V> wv[U][R];
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (v0 + j * step < vecs) wv[j][r] = reinterpret_cast<const VecOf<T, V>*>(wr[r])[v0 + j * step];
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      if (v0 + j * step >= vecs) break;
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        if (i >= m) break;
+        const VecOf<T, V> xv = reinterpret_cast<const VecOf<T, V>*>(x + i * x_ld)[v0 + j * step];
+        float xf[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) xf[e] = to_compute(xv.v[e]);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[r][i] = ::fmaf(to_compute(wv[j][r].v[e]), xf[e], acc[r][i]);
+      }
+    }
+  }
+  __shared__ float part[kMaxWarpsPerBlock][R * M];
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  const int n_warps = int(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float v = warp_reduce(acc[r][i], [](float a, float b) { return a + b; });
+      if (lane == 0) part[warp][r * M + i] = v;
+    }
+  __syncthreads();
+  const int t = int(threadIdx.x);
+  if (t < R * M) {
+    const int r = t / M, i = t % M;
+    float s = 0.0f;
+    for (int q = 0; q < n_warps; ++q) s += part[q][t];
+    if (row0 + r < n && i < m) y[int64_t(i) * n + row0 + r] = cast<T>(s);
+  }
+}
+
+// The matrix-vector path applies when there is one product, m <= kMvMaxRows, x's rows and W's rows
+// are contiguous with 16-byte aligned starts and strides (W: the transposed rhs of x.matmul(w.t())).
+bool matvec_applies(const MatmulDims& d, DType dt, const void* a, const Layout& la, const MatmulBlock& ab,
+                    const void* b, const Layout& lb, const MatmulBlock& bb) {
+  if (dt != DType::F16 && dt != DType::BF16) return false;
+  if (d.b != 1 || d.m > size_t(tune::kMvMaxRows) || ab.trans || !bb.trans) return false;
+  if (d.m > 1 && ab.cs != 1) return false;
+  if (d.n > 1 && bb.rs != 1) return false;
+  const size_t es = 2;
+  auto ok = [&](const void* p, size_t off, int64_t ld) {
+    return aligned16(static_cast<const char*>(p) + off * es) && (size_t(ld) * es) % 16 == 0;
+  };
+  return d.k % 8 == 0 && ok(a, la.offset, ab.ld) && ok(b, lb.offset, bb.ld);
+}
+
+template <class T, int M>
+void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
+                     T* y) {
+  constexpr int R = tune::kMvRows;
+  const unsigned grid = unsigned((n + R - 1) / R);
+  matvec_kernel<T, M, R><<<grid, tune::kMvBlock, 0, s>>>(x, x_ld, m, w, w_ld, n, k, y);
+  check_launch("matmul(matvec)");
+}
+
+template <class T>
+void launch_matvec(gpuStream_t s, const MatmulDims& d, const T* x, int64_t x_ld, const T* w, int64_t w_ld, T* y) {
+  if (int64_t(d.n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(d.n) + " is too large for one GPU launch");
+  const int m = int(d.m);
+  const int64_t n = int64_t(d.n), k = int64_t(d.k);
+  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y);
+  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y);
+  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y);
+  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y);
+}
+
 }  // namespace
 
 StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const Layout& lhs_l,
@@ -202,6 +304,13 @@ StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
       const Shape flat{d.b * d.m * d.n};
       const Layout cl = Layout::contiguous(flat);
       launch_map(stream(), out->ptr<T>(), flat, MatmulCastF<T, float>{}, {&cl}, c->ptr<float>());
+    } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+      if (matvec_applies(d, dtype_, data(), lhs_l, ab, rhs.data(), rhs_l, bb)) {
+        launch_matvec<T>(stream(), d, ptr<T>() + lhs_l.offset, ab.ld, rhs.ptr<T>() + rhs_l.offset, bb.ld, out->ptr<T>());
+      } else {
+        gemm_batches(ctx(), dtype_, d, static_cast<const char*>(data()), lhs_l, ab,
+                     static_cast<const char*>(rhs.data()), rhs_l, bb, static_cast<char*>(out->data()));
+      }
     } else if constexpr (is_float_v<T>) {
       gemm_batches(ctx(), dtype_, d, static_cast<const char*>(data()), lhs_l, ab, static_cast<const char*>(rhs.data()),
                    rhs_l, bb, static_cast<char*>(out->data()));
