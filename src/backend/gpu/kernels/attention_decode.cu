@@ -28,6 +28,7 @@ constexpr int kDecBlock = tune::kAttnDecodeKeys;  // one key per thread in the s
 constexpr int kKeys = tune::kAttnDecodeKeys;
 constexpr int kRows = tune::kAttnDecodeRows;
 constexpr int kMaxDim = tune::kAttnDecodeMaxDim;
+constexpr int kLoads = tune::kAttnDecodeLoads;
 static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the P V partials fit in the q buffer");
 
 struct DecodeArgs {
@@ -78,16 +79,26 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
     float s[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) s[r] = 0.0f;
-    for (int c = 0; c < a.d; c += V) {
-      const VecOf<T, V> kv = *reinterpret_cast<const VecOf<T, V>*>(kp + c);
-      float kf[V];
+    // kLoads vectors of the key are loaded before any is used, so their latencies overlap (a
+    // loop that waits for each load in turn made this kernel latency-bound); same summation order.
+    for (int c0 = 0; c0 < a.d; c0 += kLoads * V) {
+      VecOf<T, V> kv[kLoads];
 #pragma unroll
-      for (int j = 0; j < V; ++j) kf[j] = cast<float>(kv.v[j]);
+      for (int u = 0; u < kLoads; ++u)
+        if (c0 + u * V < a.d) kv[u] = *reinterpret_cast<const VecOf<T, V>*>(kp + c0 + u * V);
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        if (r < rows) {
+      for (int u = 0; u < kLoads; ++u) {
+        if (c0 + u * V >= a.d) break;
+        const int c = c0 + u * V;
+        float kf[V];
 #pragma unroll
-          for (int j = 0; j < V; ++j) s[r] += qs[r * a.d + c + j] * kf[j];
+        for (int j = 0; j < V; ++j) kf[j] = cast<float>(kv[u].v[j]);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (r < rows) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) s[r] += qs[r * a.d + c + j] * kf[j];
+          }
         }
       }
     }
@@ -132,11 +143,18 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
   if (part < parts) {
     const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st + c;
-    for (int j = part; j < nk; j += parts) {
-      const float x = cast<float>(vp[j * a.v.st]);
+    // kLoads keys' values in flight per thread (as the score pass), then summed in key order.
+    for (int j0 = part; j0 < nk; j0 += kLoads * parts) {
+      float x[kLoads];
 #pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        if (r < rows) acc[r] += ps[r][j] * x;
+      for (int u = 0; u < kLoads; ++u) x[u] = j0 + u * parts < nk ? cast<float>(vp[(j0 + u * parts) * a.v.st]) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (j0 + u * parts >= nk) break;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r)
+          if (r < rows) acc[r] += ps[r][j0 + u * parts] * x[u];
+      }
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r)
@@ -160,22 +178,38 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   const int64_t bi = id / rows / a.h_kv;
   const int splits = int((keys_of(a, bi) + a.run - 1) / a.run);  // the runs that hold keys
   const float ninf = -std::numeric_limits<float>::infinity();
+  // Loads are batched kLoads runs deep (as in the runs kernel); sums stay in run order.
+  auto row_of = [&](int s) { return ((bi * a.h_kv + hk) * a.splits + s) * rows + r; };
   float mx = ninf;
-  for (int s = 0; s < splits; ++s) {
-    const float m = a.part_ml[(((bi * a.h_kv + hk) * a.splits + s) * rows + r) * 2];
-    mx = m > mx ? m : mx;
+  for (int s0 = 0; s0 < splits; s0 += kLoads) {
+    float m[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) m[u] = s0 + u < splits ? a.part_ml[row_of(s0 + u) * 2] : ninf;
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) mx = m[u] > mx ? m[u] : mx;
   }
   const int g = r / a.t_q, i = r - g * a.t_q;
   const int64_t h_q = int64_t(a.h_kv) * a.group;
   T* o = out + ((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv;
   for (int c = int(threadIdx.x); c < a.dv; c += blockDim.x) {
     float l = 0.0f, acc = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const int64_t row = ((bi * a.h_kv + hk) * a.splits + s) * rows + r;
-      const float m = a.part_ml[row * 2];
-      const float w = m == ninf ? 0.0f : fmath::exp(m - mx);
-      l += w * a.part_ml[row * 2 + 1];
-      acc += w * a.part_o[row * a.dv + c];
+    for (int s0 = 0; s0 < splits; s0 += kLoads) {
+      float m[kLoads], lv[kLoads], ov[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const bool in = s0 + u < splits;
+        const int64_t row = in ? row_of(s0 + u) : 0;
+        m[u] = in ? a.part_ml[row * 2] : ninf;
+        lv[u] = in ? a.part_ml[row * 2 + 1] : 0.0f;
+        ov[u] = in ? a.part_o[row * a.dv + c] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (s0 + u >= splits) break;
+        const float w = m[u] == ninf ? 0.0f : fmath::exp(m[u] - mx);
+        l += w * lv[u];
+        acc += w * ov[u];
+      }
     }
     o[c] = cast<T>(acc / l);
   }
