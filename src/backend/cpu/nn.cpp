@@ -10,6 +10,7 @@
 
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/strided.hpp"
+#include "backend/cpu/vec_math.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
@@ -150,14 +151,52 @@ StoragePtr CpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, c
   });
 }
 
+namespace {
+
+// silu(a) * b for the types that compute in f32, by vec_math's silu_mul_f32 (its exp is the exp
+// op's): contiguous f32 runs directly, any other run through f32 buffers (the result does not
+// depend on the layout). Chunks of 4096 elements: the exp makes an element worth splitting across
+// threads much sooner than the element-wise grain.
+template <class T>
+void silu_mul_runs(T* out, const Shape& shape, const Layout& la, const T* a, const Layout& lb, const T* b) {
+  auto plan = plan_strided<2>(shape, {&la, &lb});
+  parallel_for(
+      plan.numel,
+      [&](size_t begin, size_t end) {
+        for_each_run<2>(plan, begin, end, [&](size_t i, size_t len, const auto& offs, const auto& inner) {
+          if constexpr (std::is_same_v<T, float>) {
+            if (inner[0] == 1 && inner[1] == 1) return silu_mul_f32(a + offs[0], b + offs[1], out + i, len);
+          }
+          constexpr size_t kBuf = 256;
+          float x[kBuf], y[kBuf];
+          for (size_t j0 = 0; j0 < len; j0 += kBuf) {
+            const size_t m = std::min(kBuf, len - j0);
+            for (size_t j = 0; j < m; ++j) {
+              x[j] = to_compute(a[int64_t(offs[0]) + int64_t(j0 + j) * inner[0]]);
+              y[j] = to_compute(b[int64_t(offs[1]) + int64_t(j0 + j) * inner[1]]);
+            }
+            silu_mul_f32(x, y, x, m);
+            for (size_t j = 0; j < m; ++j) out[i + j0 + j] = cast<T>(x[j]);
+          }
+        });
+      },
+      4096);
+}
+
+}  // namespace
+
 StoragePtr CpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l) const {
   auto out = new_storage(l.numel(), dtype_);
   const CpuStorage& up = as_cpu(up_s);
   return dispatch_float(dtype_, "silu_mul", [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
-    map_strided(out->template ptr<T>(), l.shape,
-                [](T a, T b) { return cast<T>(nn::SiluMul{}(to_compute(a), to_compute(b))); }, {&l, &up_l}, ptr<T>(),
-                up.ptr<T>());
+    if constexpr (std::is_same_v<compute_t<T>, float>) {
+      silu_mul_runs(out->template ptr<T>(), l.shape, l, ptr<T>(), up_l, up.ptr<T>());
+    } else {
+      map_strided(out->template ptr<T>(), l.shape,
+                  [](T a, T b) { return cast<T>(nn::SiluMul{}(to_compute(a), to_compute(b))); }, {&l, &up_l},
+                  ptr<T>(), up.ptr<T>());
+    }
     return out;
   });
 }
@@ -185,10 +224,27 @@ template <class T> std::vector<compute_t<T>> to_compute_copy(Operand4<T> s, size
   parallel_for(b * h * t, [&](size_t r0, size_t r1) {
     for (size_t r = r0; r < r1; ++r) {
       const T* src = s.row(r / (h * t), (r / t) % h, r % t);
-      for (size_t j = 0; j < d; ++j) v[r * d + j] = to_compute(src[j]);
+      if constexpr (std::is_same_v<T, f16>) {
+        f16_to_f32(reinterpret_cast<const uint16_t*>(src), v.data() + r * d, d);  // the same values
+      } else {
+        for (size_t j = 0; j < d; ++j) v[r * d + j] = to_compute(src[j]);
+      }
     }
   }, row_grain(d));
   return v;
+}
+
+// q . k in 8 interleaved partial sums, added pairwise: the compiler keeps them in vector
+// registers (one running sum is a chain of dependent adds that it may not reorder), and the
+// result is the same on every ISA.
+template <class C> C dot_row(const C* a, const C* b, size_t d) {
+  C p[8] = {};
+  size_t e = 0;
+  for (; e + 8 <= d; e += 8)
+    for (size_t i = 0; i < 8; ++i) p[i] += a[e + i] * b[e + i];
+  C s = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  for (; e < d; ++e) s += a[e] * b[e];
+  return s;
 }
 
 // Keys handled per step of the online softmax: scores of a block are computed, then the
@@ -216,10 +272,7 @@ void attention_rows(Operand4<T> q, Operand4<C> k, Operand4<C> v, T* out, const A
         const size_t nb = std::min(kKeyBlock, n_keys - j0);
         C bmx = mx;
         for (size_t j = 0; j < nb; ++j) {
-          const C* kr = k.row(bi, hk, j0 + j);
-          C dot = 0;
-          for (size_t e = 0; e < a.d; ++e) dot += qv[e] * kr[e];
-          sc[j] = dot * scale;
+          sc[j] = dot_row(qv.data(), k.row(bi, hk, j0 + j), a.d) * scale;
           bmx = sc[j] > bmx ? sc[j] : bmx;
         }
         // Rescale what was accumulated under the old max (exp(-inf) = 0 on the first block).

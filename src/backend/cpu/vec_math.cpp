@@ -11,10 +11,12 @@
 #include <cstring>
 #include <string>
 
+#include "wick/dtype.hpp"
 #include "wick/error.hpp"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define WICK_VEC_X86 1
+#include <immintrin.h>
 #endif
 
 namespace wick::cpu {
@@ -74,11 +76,68 @@ template <class V, class I, class U>
   }
 }
 
+template <class V, class I, class U>
+[[gnu::always_inline]] inline void silu_mul_vec(const V& x, const V& b, V& out) {
+  V z = (V)((U)x | (U{} + 0x80000000u));  // -|x|: the sign bit set
+  exp_vec<V, I, U>(z, z);
+  const V s = 1.0f / (1.0f + z);
+  out = x * (x >= 0.0f ? s : z * s) * b;
+}
+
+template <class V, class I, class U>
+[[gnu::always_inline]] inline void silu_mul_loop(const float* a, const float* b, float* out, size_t n) {
+  constexpr size_t W = sizeof(V) / sizeof(float);
+  size_t i = 0;
+  for (; i + W <= n; i += W) {
+    V x, y, r;
+    std::memcpy(&x, a + i, sizeof x);
+    std::memcpy(&y, b + i, sizeof y);
+    silu_mul_vec<V, I, U>(x, y, r);
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  if (i < n) {
+    V x{}, y{}, r;
+    std::memcpy(&x, a + i, (n - i) * sizeof(float));
+    std::memcpy(&y, b + i, (n - i) * sizeof(float));
+    silu_mul_vec<V, I, U>(x, y, r);
+    std::memcpy(out + i, &r, (n - i) * sizeof(float));
+  }
+}
+
 void exp_generic(const float* in, float* out, size_t n) { exp_loop<F4, I4, U4>(in, out, n); }
+void silu_mul_generic(const float* a, const float* b, float* out, size_t n) {
+  silu_mul_loop<F4, I4, U4>(a, b, out, n);
+}
+#ifdef WICK_VEC_X86
+[[gnu::target("avx2,fma")]] void silu_mul_avx2(const float* a, const float* b, float* out, size_t n) {
+  silu_mul_loop<F8, I8, U8>(a, b, out, n);
+}
+[[gnu::target("avx512f")]] void silu_mul_avx512(const float* a, const float* b, float* out, size_t n) {
+  silu_mul_loop<F16, I16, U16>(a, b, out, n);
+}
+#endif
 #ifdef WICK_VEC_X86
 [[gnu::target("avx2,fma")]] void exp_avx2(const float* in, float* out, size_t n) { exp_loop<F8, I8, U8>(in, out, n); }
 [[gnu::target("avx512f")]] void exp_avx512(const float* in, float* out, size_t n) {
   exp_loop<F16, I16, U16>(in, out, n);
+}
+#endif
+
+void f16_to_f32_scalar(const uint16_t* in, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = f16_bits_to_f32(in[i]);
+}
+#ifdef WICK_VEC_X86
+[[gnu::target("avx,f16c")]] void f16_to_f32_f16c(const uint16_t* in, float* out, size_t n) {
+  const __m128i exp_mask = _mm_set1_epi16(0x7c00);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, exp_mask), exp_mask)))
+      f16_to_f32_scalar(in + i, out + i, 8);  // an inf or NaN
+    else
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  f16_to_f32_scalar(in + i, out + i, n - i);
 }
 #endif
 
@@ -127,5 +186,29 @@ void exp_f32(const float* in, float* out, size_t n, VecIsa isa) {
 }
 
 void exp_f32(const float* in, float* out, size_t n) { exp_f32(in, out, n, best_vec_isa()); }
+
+void silu_mul_f32(const float* a, const float* b, float* out, size_t n) {
+  switch (best_vec_isa()) {
+#ifdef WICK_VEC_X86
+    case VecIsa::Avx512:
+      return silu_mul_avx512(a, b, out, n);
+    case VecIsa::Avx2:
+      return silu_mul_avx2(a, b, out, n);
+#endif
+    default:
+      return silu_mul_generic(a, b, out, n);
+  }
+}
+
+void f16_to_f32(const uint16_t* in, float* out, size_t n) {
+#ifdef WICK_VEC_X86
+  static const bool f16c = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  }();
+  if (f16c) return f16_to_f32_f16c(in, out, n);
+#endif
+  f16_to_f32_scalar(in, out, n);
+}
 
 }  // namespace wick::cpu

@@ -5,6 +5,7 @@
 // NumPy's time on 2 cores (NumPy has an AVX-512 exp); this kernel: 0.37 ns (AVX-512), 0.6 (AVX2).
 // The kernels are compiled for several x86 ISAs and the widest one the CPU has is chosen once.
 #include <cstddef>
+#include <cstdint>
 
 namespace wick::cpu {
 
@@ -19,5 +20,16 @@ const char* vec_isa_name(VecIsa isa);  // "generic", "avx2", "avx512f"
 // the same bits; the generic variant (no FMA on SSE2) may differ from them in the last bit.
 void exp_f32(const float* in, float* out, size_t n);
 void exp_f32(const float* in, float* out, size_t n, VecIsa isa);  // isa must be <= best_vec_isa()
+
+// out[i] = silu(a[i]) * b[i]: uop::Sigmoid's formula (z = exp(-|a|), s = 1 / (1 + z), a >= 0 ? s :
+// z s) with the exp above, all in vector registers (in == out allowed). libm's scalar expf was the
+// largest serial cost of a CPU decode step after the matvecs (silu_mul of a 5632-wide FFN row per layer).
+void silu_mul_f32(const float* a, const float* b, float* out, size_t n);
+
+// out[i] = the f32 value of the IEEE half in[i] (bits, as wick::f16 stores them): exact, the bits of
+// f16_bits_to_f32 (dtype.hpp). F16C where the CPU has it (8 at a time; a group holding an inf or NaN
+// goes through f16_bits_to_f32, since F16C sets a signalling NaN's quiet bit). Attention converts
+// an f16 KV cache with it once per step; the bit-by-bit conversion was a tenth of its time.
+void f16_to_f32(const uint16_t* in, float* out, size_t n);
 
 }  // namespace wick::cpu
