@@ -48,7 +48,12 @@ inline constexpr int kAttnRowBlock = 256;  // multiple of 64
 inline constexpr int kAttnDecodeKeys = 256;
 inline constexpr int kAttnDecodeRows = 8;
 inline constexpr int kAttnDecodeMaxDim = 256;
-inline constexpr int kAttnDecodeLoads = 8;  // global loads each thread has in flight (first choice)
+inline constexpr int kAttnDecodeLoads = 8;    // global loads each thread has in flight (first choice)
+inline constexpr int kAttnDecodePvLoads = 4;  // the same in the P V pass (16-byte value vectors)
+// Query rows per KV head up to which P V reads values in 16-byte vectors (more rows: one value per
+// thread). H100: 1 row (7B shape) 16-byte vectors gave tg128 @ d8192 +7% (F16) / +10% (Q4_0) and
+// tg128 flat; 8 rows (1.1B shape) -4.5% at tg128, flat at d8192. 2 to 7 rows unmeasured.
+inline constexpr int kAttnDecodePvVecRows = 4;
 // Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
 // (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
 // FlashAttention-2's forward tiles for these head dims; unmeasured.

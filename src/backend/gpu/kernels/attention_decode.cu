@@ -29,6 +29,8 @@ constexpr int kKeys = tune::kAttnDecodeKeys;
 constexpr int kRows = tune::kAttnDecodeRows;
 constexpr int kMaxDim = tune::kAttnDecodeMaxDim;
 constexpr int kLoads = tune::kAttnDecodeLoads;
+constexpr int kPvLoads = tune::kAttnDecodePvLoads;
+constexpr int kPvVecRows = tune::kAttnDecodePvVecRows;
 static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the P V partials fit in the q buffer");
 
 struct DecodeArgs {
@@ -135,15 +137,64 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   }
   __syncthreads();
 
-  // P V: thread t takes dim t % dv of every row over keys t / dv, t / dv + parts, ... (coalesced
-  // rows of v); the parts meet in the q buffer.
+  // P V of the run, two ways. Few rows: a key's dv values are read by dv / V threads in 16-byte
+  // vectors (thread t: dims c..c+V-1 of keys g, g + groups, ..., kPvLoads keys in flight), f32 sums
+  // in key order per thread; the groups of a wave meet by shuffles, then the waves one after another
+  // in the q buffer (a fixed order: results do not vary from run to run). That reduction grows with
+  // the rows, so more rows take scalars: thread t reads dim t % dv of keys t / dv, t / dv + parts,
+  // ..., kLoads in flight, and the parts meet in the q buffer. `rows` is the same for the block.
+  if (rows <= kPvVecRows) {
+    const int lanes = a.dv / V, groups = kDecBlock / lanes, g = t / lanes, c = (t - g * lanes) * V;
+    float acc[kPvVecRows][V];
+#pragma unroll
+    for (int r = 0; r < kPvVecRows; ++r)
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[r][e] = 0.0f;
+    const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st + c;
+    for (int j0 = g; j0 < nk; j0 += kPvLoads * groups) {
+      VecOf<T, V> x[kPvLoads];
+#pragma unroll
+      for (int u = 0; u < kPvLoads; ++u)
+        if (j0 + u * groups < nk) x[u] = *reinterpret_cast<const VecOf<T, V>*>(vp + int64_t(j0 + u * groups) * a.v.st);
+#pragma unroll
+      for (int u = 0; u < kPvLoads; ++u) {
+        if (j0 + u * groups >= nk) break;
+#pragma unroll
+        for (int r = 0; r < kPvVecRows; ++r) {
+          if (r < rows) {
+            const float p = ps[r][j0 + u * groups];
+#pragma unroll
+            for (int e = 0; e < V; ++e) acc[r][e] += p * cast<float>(x[u].v[e]);
+          }
+        }
+      }
+    }
+    // lanes divides kWarpSize (dv / V <= 256 / 8 = 32, a power of two checked on the host).
+    for (int o = lanes; o < kWarpSize; o <<= 1)
+#pragma unroll
+      for (int r = 0; r < kPvVecRows; ++r)
+        if (r < rows)
+#pragma unroll
+          for (int e = 0; e < V; ++e) acc[r][e] += shfl_xor(acc[r][e], o);
+    for (int w = 0; w < waves; ++w) {
+      if (wave == w && lane < lanes) {
+#pragma unroll
+        for (int r = 0; r < kPvVecRows; ++r)
+          if (r < rows)
+#pragma unroll
+            for (int e = 0; e < V; ++e) qs[r * a.dv + c + e] = (w == 0 ? 0.0f : qs[r * a.dv + c + e]) + acc[r][e];
+      }
+      __syncthreads();
+    }
+    for (int e = t; e < rows * a.dv; e += blockDim.x) a.part_o[(base + e / a.dv) * a.dv + e % a.dv] = qs[e];
+    return;
+  }
   const int parts = kDecBlock / a.dv, part = t / a.dv, c = t - part * a.dv;
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
   if (part < parts) {
     const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st + c;
-    // kLoads keys' values in flight per thread (as the score pass), then summed in key order.
     for (int j0 = part; j0 < nk; j0 += kLoads * parts) {
       float x[kLoads];
 #pragma unroll
@@ -222,7 +273,6 @@ bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0
 bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
                                 const AttentionDims& a) {
   (void)q;
-  (void)v;
   // f32 keeps the GEMM path, which matches the CPU to ~1e-12 (NMSE); this one sums in another order.
   if (dt != DType::F16 && dt != DType::BF16) return false;
   if (a.h_kv == 0 || a.h_q % a.h_kv != 0 || a.t_q == 0 || a.t_kv == 0 || a.b == 0) return false;
@@ -237,8 +287,11 @@ bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOper
   if (a.b * a.h_q * a.t_q > size_t(INT32_MAX)) return false;  // the merge grid
   if (a.causal && a.t_kv < a.t_q) return false;               // the core refuses it
   const int64_t es = int64_t(dtype_size(dt)), vec = 16 / es;
+  // The P V pass reads v as k: 16-byte vectors, dv / vec lanes per key (a power of two).
+  const int64_t lanes = int64_t(a.d_v) / vec;
   return int64_t(a.d) % vec == 0 && aligned16(k.p) && aligned_stride(k.sb, es) && aligned_stride(k.sh, es) &&
-         aligned_stride(k.st, es);
+         aligned_stride(k.st, es) && int64_t(a.d_v) % vec == 0 && (lanes & (lanes - 1)) == 0 && aligned16(v.p) &&
+         aligned_stride(v.sb, es) && aligned_stride(v.sh, es) && aligned_stride(v.st, es);
 }
 
 void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOperand& q, const FlashOperand& k,
