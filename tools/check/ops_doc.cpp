@@ -76,8 +76,9 @@ std::vector<OpRow> backend_op_rows() {
        "all",
        {"matmul"},
        "run (OpenBLAS f32/f64)",
-       "run (cuBLAS f16/bf16/f32/f64)",
-       "compiled (rocBLAS)"},
+       "run (cuBLAS f16/bf16/f32/f64; f16/bf16 with <= 8 rows against a transposed rhs: kernels/matmul.cu's "
+       "matrix-vector kernel)",
+       "compiled (rocBLAS; the same matrix-vector kernel)"},
       {"conv",
        "conv1d, conv2d, conv_transpose1d, conv_transpose2d (stride, padding, dilation, groups, output padding)",
        "all",
