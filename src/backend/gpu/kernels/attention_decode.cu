@@ -90,7 +90,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
         if (c0 + u * V < a.d) kv[u] = *reinterpret_cast<const VecOf<T, V>*>(kp + c0 + u * V);
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
-        if (c0 + u * V >= a.d) break;
+        if (c0 + u * V >= a.d) continue;  // not break: clang 17 (ROCm 5.7) will not unroll a loop that breaks
         const int c = c0 + u * V;
         float kf[V];
 #pragma unroll
@@ -158,7 +158,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
         if (j0 + u * groups < nk) x[u] = *reinterpret_cast<const VecOf<T, V>*>(vp + int64_t(j0 + u * groups) * a.v.st);
 #pragma unroll
       for (int u = 0; u < kPvLoads; ++u) {
-        if (j0 + u * groups >= nk) break;
+        if (j0 + u * groups >= nk) continue;
 #pragma unroll
         for (int r = 0; r < kPvVecRows; ++r) {
           if (r < rows) {
@@ -201,7 +201,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
       for (int u = 0; u < kLoads; ++u) x[u] = j0 + u * parts < nk ? cast<float>(vp[(j0 + u * parts) * a.v.st]) : 0.0f;
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
-        if (j0 + u * parts >= nk) break;
+        if (j0 + u * parts >= nk) continue;
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
           if (r < rows) acc[r] += ps[r][j0 + u * parts] * x[u];
@@ -256,7 +256,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
       }
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
-        if (s0 + u >= splits) break;
+        if (s0 + u >= splits) continue;
         const float w = m[u] == ninf ? 0.0f : fmath::exp(m[u] - mx);
         l += w * lv[u];
         acc += w * ov[u];

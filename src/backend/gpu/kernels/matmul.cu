@@ -204,20 +204,23 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kMvBlock)
 #pragma unroll
       for (int r = 0; r < R; ++r)
         if (v0 + j * step < vecs) wv[j][r] = reinterpret_cast<const VecOf<T, V>*>(wr[r])[v0 + j * step];
+    // Guards, not breaks: clang 17 (ROCm 5.7) refuses to unroll a loop that breaks.
 #pragma unroll
     for (int j = 0; j < U; ++j) {
-      if (v0 + j * step >= vecs) break;
+      if (v0 + j * step < vecs) {
 #pragma unroll
-      for (int i = 0; i < M; ++i) {
-        if (i >= m) break;
-        const VecOf<T, V> xv = reinterpret_cast<const VecOf<T, V>*>(x + i * x_ld)[v0 + j * step];
-        float xf[V];
+        for (int i = 0; i < M; ++i) {
+          if (i < m) {
+            const VecOf<T, V> xv = reinterpret_cast<const VecOf<T, V>*>(x + i * x_ld)[v0 + j * step];
+            float xf[V];
 #pragma unroll
-        for (int e = 0; e < V; ++e) xf[e] = to_compute(xv.v[e]);
+            for (int e = 0; e < V; ++e) xf[e] = to_compute(xv.v[e]);
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+            for (int r = 0; r < R; ++r)
 #pragma unroll
-          for (int e = 0; e < V; ++e) acc[r][i] = ::fmaf(to_compute(wv[j][r].v[e]), xf[e], acc[r][i]);
+              for (int e = 0; e < V; ++e) acc[r][i] = ::fmaf(to_compute(wv[j][r].v[e]), xf[e], acc[r][i]);
+          }
+        }
       }
     }
   }
