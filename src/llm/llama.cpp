@@ -190,25 +190,19 @@ class LlamaModel : public Model {
     for (size_t l = 0; l < c.n_layers; ++l) {
       const Layer& L = layers_[l];
       const Tensor h = x.rms_norm(L.attn_norm, c.rms_eps);
-      Tensor q, k, v;
-      if (L.qkv.defined() && !c.qk_norm) {
+      // q, k, v as (1, T, heads, hd): column ranges of the stacked product, or one product each.
+      auto heads = [&](const Tensor& t, size_t n) { return t.reshape({1, T, n, hd}); };
+      const Tensor y = L.qkv.defined() ? L.qkv.forward(h) : Tensor();
+      const Tensor v = heads(y.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h), nkv);
+      Tensor q, k;
+      if (y.defined() && !c.qk_norm) {
         // q and k heads side by side take the same rotation: one rope for both.
-        const Tensor y = L.qkv.forward(h);
-        const Tensor qk = rope(y.narrow(1, 0, (nh + nkv) * hd).reshape({1, T, nh + nkv, hd}).transpose(1, 2));
+        const Tensor qk = rope(heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2));
         q = qk.narrow(1, 0, nh);
         k = qk.narrow(1, nh, nkv);
-        v = y.narrow(1, (nh + nkv) * hd, nkv * hd).reshape({1, T, nkv, hd});
       } else {
-        if (L.qkv.defined()) {
-          const Tensor y = L.qkv.forward(h);
-          q = y.narrow(1, 0, nh * hd).reshape({1, T, nh, hd});
-          k = y.narrow(1, nh * hd, nkv * hd).reshape({1, T, nkv, hd});
-          v = y.narrow(1, (nh + nkv) * hd, nkv * hd).reshape({1, T, nkv, hd});
-        } else {
-          q = L.q.forward(h).reshape({1, T, nh, hd});
-          k = L.k.forward(h).reshape({1, T, nkv, hd});
-          v = L.v.forward(h).reshape({1, T, nkv, hd});
-        }
+        q = heads(y.defined() ? y.narrow(1, 0, nh * hd) : L.q.forward(h), nh);
+        k = heads(y.defined() ? y.narrow(1, nh * hd, nkv * hd) : L.k.forward(h), nkv);
         if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
           q = q.rms_norm(L.q_norm, c.rms_eps);
           k = k.rms_norm(L.k_norm, c.rms_eps);
