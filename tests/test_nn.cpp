@@ -269,6 +269,45 @@ TEST(NnHand, Norms) {
   EXPECT_TRUE(all_close(c.rms_norm(Tensor(), 0.0), std::vector<double>(8, 1.0), 1e-6, 1e-6));
 }
 
+TEST(NnHand, AddRmsNorm) {
+  // rows [1, 2] + [2, 2] = [3, 4] and [2, 5] + [0, 0]: mean of squares 12.5 and 14.5, times weight [1, 2]
+  Tensor x = Tensor::from_vector(std::vector<double>{1, 2, 2, 5}, {2, 2});
+  Tensor r = Tensor::from_vector(std::vector<double>{2, 2, 0, 0}, {2, 2});
+  Tensor w = Tensor::from_vector(std::vector<double>{1, 2}, {2});
+  auto [s, y] = x.add_rms_norm(r, w, 0.0);
+  EXPECT_TRUE(all_close(s, {3, 4, 2, 5}, 0, 0));
+  EXPECT_TRUE(all_close(y, {3 / std::sqrt(12.5), 8 / std::sqrt(12.5), 2 / std::sqrt(14.5), 10 / std::sqrt(14.5)},
+                        1e-15, 1e-15));
+  // Its contract: add then rms_norm, bit for bit, in every float dtype, with strided and offset inputs.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::F8E4M3}) {
+    std::vector<float> a(3 * 70), b(3 * 70);
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = std::sin(0.37f * float(i)) * 3.0f;
+      b[i] = std::cos(0.11f * float(i)) * 0.5f;
+    }
+    Tensor xa = Tensor::from_vector(a, {3, 70}).to_dtype(dt).narrow(1, 3, 64);
+    Tensor rb = Tensor::from_vector(b, {70, 3}).to_dtype(dt).t().narrow(1, 1, 64);  // a transposed view
+    Tensor wt = Tensor::from_vector(std::vector<float>(64, 0.75f), {64}).to_dtype(dt);
+    auto [s2, y2] = xa.add_rms_norm(rb, wt, 1e-6);
+    const Tensor s_ref = xa.add(rb), y_ref = s_ref.rms_norm(wt, 1e-6);
+    EXPECT_TRUE(all_close(s2, test::values(s_ref), 0, 0)) << dtype_name(dt);
+    EXPECT_TRUE(all_close(y2, test::values(y_ref), 0, 0)) << dtype_name(dt);
+    EXPECT_EQ(s2.dtype(), dt);
+    EXPECT_EQ(y2.shape(), (Shape{3, 64}));
+  }
+  // Bad input: another shape, dtype or a missing residual names the op and the shapes.
+  Tensor f = Tensor::zeros({2, 4}, DType::F32);
+  EXPECT_THROW(f.add_rms_norm(Tensor::zeros({1, 4}, DType::F32), Tensor(), 1e-5), Error);
+  EXPECT_THROW(f.add_rms_norm(Tensor::zeros({2, 4}, DType::F16), Tensor(), 1e-5), Error);
+  EXPECT_THROW(f.add_rms_norm(Tensor(), Tensor(), 1e-5), Error);
+  try {
+    f.add_rms_norm(Tensor::zeros({2, 3}, DType::F32), Tensor(), 1e-5);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add_rms_norm"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[2, 3]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(NnHand, RopeQuarterTurn) {
   // One pair rotated by 90 degrees: (x0, x1) -> (-x1, x0).
   Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {1, 1, 1, 4});

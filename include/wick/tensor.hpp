@@ -262,6 +262,9 @@ class Tensor {
   Tensor log_softmax(int64_t dim) const;
   // x / sqrt(mean(x^2, last dim) + eps) * weight; weight (last dim) may be an undefined Tensor().
   Tensor rms_norm(const Tensor& weight, double eps) const;
+  // {x + residual, (x + residual).rms_norm(weight, eps)} in one pass over the rows: both equal add
+  // then rms_norm bit for bit (the sum rounded to the dtype first). residual: x's shape and dtype.
+  std::pair<Tensor, Tensor> add_rms_norm(const Tensor& residual, const Tensor& weight, double eps) const;
   // (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased var, as PyTorch);
   // weight and bias are optional (undefined Tensor()).
   Tensor layer_norm(const Tensor& weight, const Tensor& bias, double eps) const;

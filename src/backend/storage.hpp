@@ -63,6 +63,11 @@ struct NormArgs {
   size_t bias_offset = 0;
   double eps = 1e-5;
   bool rms = false;  // rms_norm: x / sqrt(mean(x^2) + eps); else (x - mean) / sqrt(var + eps)
+  // add_rms_norm: the rows normalised are x + residual, rounded to the dtype as add() rounds
+  // (so the result equals add then norm bit for bit); that sum is returned in *sum.
+  const Storage* residual = nullptr;  // same layout as x (contiguous), or none
+  size_t residual_offset = 0;
+  StoragePtr* sum = nullptr;  // set with residual
 };
 enum class RopeKind : uint8_t {
   Interleaved,  // rope_i, x (b, h, t, d): pairs (x[2i], x[2i+1])

@@ -29,8 +29,18 @@ void check_norm_param(const Tensor& p, const Tensor& x, const char* op, const ch
                                       S(x.dim(-1)) + ", got " + describe(p) + " for input " + describe(x));
 }
 
-Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms, const char* op) {
+// residual (add_rms_norm): normalise x + residual and return that sum in *sum.
+Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms, const char* op,
+                 const Tensor* residual = nullptr, Tensor* sum = nullptr) {
   check_nn_input(x, op);
+  if (residual) {
+    check_defined(*residual, op);
+    check_same_device(x, *residual, op);
+    check_same_dtype(x, *residual, op);
+    if (residual->shape() != x.shape())
+      throw Error(ErrorKind::Shape, std::string(op) + ": residual must have x's shape, got " + describe(*residual) +
+                                        " for x " + describe(x) + "; broadcast it first (expand), or use add then rms_norm");
+  }
   check_norm_param(w, x, op, "weight");
   check_norm_param(b, x, op, "bias");
   if (!(eps >= 0))
@@ -50,7 +60,17 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
     a.bias = bd.storage().get();
     a.bias_offset = bd.layout().offset;
   }
-  return wrap_like(xd.storage()->norm_last_dim(xd.layout(), a), x.shape(), x);
+  Tensor rd;
+  StoragePtr sum_s;
+  if (residual) {
+    rd = residual->contiguous();
+    a.residual = rd.storage().get();
+    a.residual_offset = rd.layout().offset;
+    a.sum = &sum_s;
+  }
+  Tensor out = wrap_like(xd.storage()->norm_last_dim(xd.layout(), a), x.shape(), x);
+  if (residual) *sum = wrap_like(sum_s, x.shape(), x);
+  return out;
 }
 
 Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind kind, const char* op) {
@@ -113,6 +133,12 @@ Tensor Tensor::log_softmax(int64_t dim) const { return softmax_dim(*this, dim, t
 
 Tensor Tensor::rms_norm(const Tensor& weight, double eps) const {
   return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm");
+}
+
+std::pair<Tensor, Tensor> Tensor::add_rms_norm(const Tensor& residual, const Tensor& weight, double eps) const {
+  Tensor sum;
+  Tensor y = norm_impl(*this, weight, Tensor(), eps, true, "add_rms_norm", &residual, &sum);
+  return {sum, y};
 }
 
 Tensor Tensor::layer_norm(const Tensor& weight, const Tensor& bias, double eps) const {

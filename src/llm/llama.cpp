@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <tuple>
 
 #include "llm/model_impl.hpp"
 #include "wick/error.hpp"
@@ -187,9 +188,16 @@ class LlamaModel : public Model {
     const DType cdt = cache.dtype();
     auto rope = [&](const Tensor& t) { return c.rope_interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
     const size_t nh = c.n_heads, nkv = c.n_kv_heads, hd = c.head_dim;
+    // Each sublayer's output is added to x by the next norm (add_rms_norm: one kernel, the same
+    // numbers as add then rms_norm).
+    Tensor pending;
     for (size_t l = 0; l < c.n_layers; ++l) {
       const Layer& L = layers_[l];
-      const Tensor h = x.rms_norm(L.attn_norm, c.rms_eps);
+      Tensor h;
+      if (pending.defined())
+        std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps);
+      else
+        h = x.rms_norm(L.attn_norm, c.rms_eps);
       // q, k, v as (1, T, heads, hd): column ranges of the stacked product, or one product each.
       auto heads = [&](const Tensor& t, size_t n) { return t.reshape({1, T, n, hd}); };
       const Tensor y = L.qkv.defined() ? L.qkv.forward(h) : Tensor();
@@ -225,16 +233,16 @@ class LlamaModel : public Model {
         a = attention(q.to_dtype(cdt), kc.narrow(2, w.key0, n), vc.narrow(2, w.key0, n), /*causal=*/true);
       }
       a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
-      x = x.add(L.o.forward(a));
-      const Tensor h2 = x.rms_norm(L.ffn_norm, c.rms_eps);
+      Tensor h2;
+      std::tie(x, h2) = x.add_rms_norm(L.o.forward(a), L.ffn_norm, c.rms_eps);
       if (L.gate_up.defined()) {
         const Tensor y = L.gate_up.forward(h2);
-        x = x.add(L.down.forward(y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate))));
+        pending = L.down.forward(y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate)));
       } else {
-        x = x.add(L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2))));
+        pending = L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2)));
       }
     }
-    return x;
+    return pending.defined() ? x.add(pending) : x;
   }
 
   Tensor head(const Tensor& x) const { return output_.forward(x.rms_norm(out_norm_, config_.rms_eps)).to_dtype(DType::F32); }

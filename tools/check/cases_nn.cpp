@@ -83,6 +83,15 @@ void add_nn_cases(std::vector<Case>& out) {
   add(out, "rms_norm", "weight", kFloats, [](Inputs& in) -> std::vector<Tensor> {
     return {in.x({in.n(5), 9, 64}, 412).rms_norm(in.x_nb({64}, 413), 1e-6)};
   });
+  // add_rms_norm: both outputs; a row held in registers and one too long for them (the long kernel).
+  add(out, "add_rms_norm", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    auto [s, y] = in.x({in.n(5), 9, 64}, 430).add_rms_norm(in.x({in.n(5), 9, 64}, 431), in.x_nb({64}, 432), 1e-6);
+    return {s, y};
+  });
+  add(out, "add_rms_norm", "long", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+    auto [s, y] = in.x({2, 40000}, 433).add_rms_norm(in.x({2, 40000}, 434), Tensor(), 1e-5);
+    return {s, y};
+  });
   add(out, "layer_norm", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
     return {in.x({in.n(5), 9, 47}, 414).layer_norm(Tensor(), Tensor(), 1e-5)};
   });

@@ -94,9 +94,10 @@ std::vector<OpRow> backend_op_rows() {
        "run",
        "run (kernels/nn.cu)"},
       {"nn (fused)",
-       "rms_norm (optional weight), layer_norm (optional weight, bias; biased variance)",
+       "rms_norm (optional weight), layer_norm (optional weight, bias; biased variance), add_rms_norm (the "
+       "residual add fused in, both results)",
        "float",
-       {"rms_norm", "layer_norm"},
+       {"rms_norm", "layer_norm", "add_rms_norm"},
        "run",
        "run (kernels/nn.cu)"},
       {"nn (fused)",

@@ -67,6 +67,7 @@ StoragePtr CpuStorage::softmax_last_dim(const Layout& l, bool log) const {
 StoragePtr CpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
   const size_t n = l.numel();
   auto out = new_storage(n, dtype_);
+  if (a.residual) *a.sum = new_storage(n, dtype_);
   if (n == 0) return out;
   const size_t cols = l.shape.back(), rows = n / cols;
   return dispatch_float(dtype_, a.rms ? "rms_norm" : "layer_norm", [&](auto tag) -> StoragePtr {
@@ -85,10 +86,24 @@ StoragePtr CpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
       for (size_t j = 0; j < cols; ++j) b[j] = to_compute(p[j]);
     }
     const C inv_n = C(1) / C(cols);
+    // add_rms_norm: the row is x + residual rounded to T (add()'s result), also written to *a.sum.
+    const T* res = a.residual ? as_cpu(*a.residual).template ptr<T>() + a.residual_offset : nullptr;
+    T* sum = res ? static_cast<T*>(as_cpu(**a.sum).data()) : nullptr;
     parallel_for(rows, [&](size_t r0, size_t r1) {
       std::vector<C> buf;
       for (size_t r = r0; r < r1; ++r) {
-        const C* xr = row_in(x + r * cols, cols, buf);
+        const C* xr;
+        if (res) {
+          buf.resize(cols);
+          for (size_t j = 0; j < cols; ++j) {
+            const T s = cast<T>(to_compute(x[r * cols + j]) + to_compute(res[r * cols + j]));
+            sum[r * cols + j] = s;
+            buf[j] = to_compute(s);
+          }
+          xr = buf.data();
+        } else {
+          xr = row_in(x + r * cols, cols, buf);
+        }
         C mean = 0;
         if (!a.rms) {
           for (size_t j = 0; j < cols; ++j) mean += xr[j];

@@ -112,6 +112,23 @@ __device__ __forceinline__ void load_row(const T* p, int n, int lane, int g, com
   }
 }
 
+// add_rms_norm: x += the residual's row, each element rounded to T as add() rounds, and that sum
+// stored (one chunk of V at a time, so no second row of registers).
+template <class T, int V, int K>
+__device__ __forceinline__ void add_residual(const T* r, T* sum, int n, int lane, int g, compute_t<T>* x) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int col = chunk_col(k, lane, g, V);
+    if (col < n) {
+      compute_t<T> rv[V];
+      load_vec<T, V>(r + col, rv);
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[k * V + j] = to_compute(cast<T>(x[k * V + j] + rv[j]));
+      store_vec<T, V>(sum + col, x + k * V);
+    }
+  }
+}
+
 // ---- softmax / log_softmax, rows in registers. Rows base.. of a round go to the block's
 // groups of g threads; the loop bound is uniform over the block (barriers inside).
 template <class T, int V, int E>
@@ -218,7 +235,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 template <class T, int V, int E>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     norm_rows_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
-                     int64_t rows, int n_cols, int g, compute_t<T> inv_n, double eps, bool rms) {
+                     const T* __restrict__ res, T* __restrict__ sum, int64_t rows, int n_cols, int g,
+                     compute_t<T> inv_n, double eps, bool rms) {
   using C = compute_t<T>;
   constexpr int K = E / V;
   __shared__ C red[2][kMaxWarpsPerBlock];
@@ -231,6 +249,7 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     const int64_t off = (row < rows ? row : 0) * n_cols;
     C x[E];
     load_row<T, V, K>(in + off, n, lane, g, x);
+    if (res) add_residual<T, V, K>(res + off, sum + off, n, lane, g, x);
     C mean = 0;
     if (!rms) {
       C s = 0;
@@ -279,7 +298,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     norm_long_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
-                     int64_t rows, int64_t n, compute_t<T> inv_n, double eps, bool rms) {
+                     const T* __restrict__ res, T* __restrict__ sum, int64_t rows, int64_t n, compute_t<T> inv_n,
+                     double eps, bool rms) {
   using C = compute_t<T>;
   __shared__ C red[2][kMaxWarpsPerBlock];
   int ph = 0;
@@ -287,6 +307,12 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* p = in + row * n;
     T* q = out + row * n;
+    if (res) {
+      // add_rms_norm: the rounded sums first; every later pass reads them (each thread its own j's).
+      T* sp = sum + row * n;
+      for (int64_t j = threadIdx.x; j < n; j += g) sp[j] = cast<T>(to_compute(p[j]) + to_compute(res[row * n + j]));
+      p = sp;
+    }
     C mean = 0;
     if (!rms) {
       C s = 0;
@@ -436,9 +462,11 @@ StoragePtr GpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
   DeviceGuard dg(ordinal());
   const int64_t numel = int64_t(l.numel());
   auto out = new_storage(ordinal(), size_t(numel), dtype_);
+  std::shared_ptr<GpuStorage> sum_s;
+  if (a.residual) *a.sum = sum_s = new_storage(ordinal(), size_t(numel), dtype_);
   if (numel == 0) return out;
   const int64_t n = int64_t(l.shape.back()), rows = numel / n;
-  const char* op = a.rms ? "rms_norm" : "layer_norm";
+  const char* op = a.residual ? "add_rms_norm" : a.rms ? "rms_norm" : "layer_norm";
   return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -446,18 +474,20 @@ StoragePtr GpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
     const T* w = a.weight ? as_gpu(*a.weight).template ptr<T>() + a.weight_offset : nullptr;
     const T* b = a.bias ? as_gpu(*a.bias).template ptr<T>() + a.bias_offset : nullptr;
     T* o = out->template ptr<T>();
+    const T* res = a.residual ? as_gpu(*a.residual).template ptr<T>() + a.residual_offset : nullptr;
+    T* sum = sum_s ? sum_s->template ptr<T>() : nullptr;
     const C inv_n = C(1) / C(n);
     constexpr size_t vb = sizeof(T) * size_t(kVec<T>);
     const bool vec = n % kVec<T> == 0 && aligned_to(in, vb) && aligned_to(o, vb) && (!w || aligned_to(w, vb)) &&
-                     (!b || aligned_to(b, vb));
+                     (!b || aligned_to(b, vb)) && (!res || (aligned_to(res, vb) && aligned_to(sum, vb)));
     const RowPlan p = plan_rows<T>(n, vec);
     const unsigned grid = row_grid(rows, p);
     if (p.e == 0) {
-      norm_long_kernel<T><<<grid, p.block, 0, stream()>>>(in, w, b, o, rows, n, inv_n, a.eps, a.rms);
+      norm_long_kernel<T><<<grid, p.block, 0, stream()>>>(in, w, b, o, res, sum, rows, n, inv_n, a.eps, a.rms);
     } else {
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
         norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>
-            <<<grid, p.block, 0, stream()>>>(in, w, b, o, rows, int(n), p.g, inv_n, a.eps, a.rms);
+            <<<grid, p.block, 0, stream()>>>(in, w, b, o, res, sum, rows, int(n), p.g, inv_n, a.eps, a.rms);
       });
     }
     check_launch(op);
