@@ -88,7 +88,11 @@ void add_nn_cases(std::vector<Case>& out) {
     auto [s, y] = in.x({in.n(5), 9, 64}, 430).add_rms_norm(in.x({in.n(5), 9, 64}, 431), in.x_nb({64}, 432), 1e-6);
     return {s, y};
   });
-  add(out, "add_rms_norm", "long", kFloats, [](Inputs& in) -> std::vector<Tensor> {
+  // The long one skips f32: a 40,000-term f32 sum of squares in another order than the CPU's measured
+  // NMSE 4.3e-12 on an H100, past f32's 1e-12 bound; tests/gpu/test_gpu_launch.cpp holds f32 to add
+  // then rms_norm on the device, bit for bit.
+  const auto not_f32 = dtypes_where([](DType d) { return dtype_is_float(d) && d != DType::F32; });
+  add(out, "add_rms_norm", "long", not_f32, [](Inputs& in) -> std::vector<Tensor> {
     auto [s, y] = in.x({2, 40000}, 433).add_rms_norm(in.x({2, 40000}, 434), Tensor(), 1e-5);
     return {s, y};
   });
