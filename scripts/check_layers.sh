@@ -17,6 +17,9 @@
 # into capability macros; asm( only there and in src/backend/cpu (host-ISA hints); no
 # __CUDACC__/__HIPCC__/__device__/__global__ in a public header but config.hpp's WICK_HD. Each
 # public header compiles alone as plain C++20 (g++, no -D flags): no device code in the API.
+# GPU kernels (programmatic dependent launch, src/backend/gpu/device_utils.cuh): each __global__
+# body begins with kernel_entry(); launches go through launch_kernel() (no <<< elsewhere); no bare
+# __restrict__ (WICK_RESTRICT).
 #
 # Usage: scripts/check_layers.sh [ROOT]   (ROOT defaults to the repository of this script)
 set -euo pipefail
@@ -109,6 +112,23 @@ for top in ROOTS:
             if asm_re.search(code) and not under(f, "src/backend/gpu", "src/backend/cpu") and f != CAPABILITY_HEADER:
                 bad.append("%s:%d: inline asm outside src/backend/gpu, src/backend/cpu and %s" %
                            (f, n, CAPABILITY_HEADER))
+
+# The PDL contract of src/backend/gpu/device_utils.cuh: a kernel launched early must wait first.
+launcher = "src/backend/gpu/device_utils.cuh"
+for f in files("src/backend/gpu"):
+    with open(f, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    code = "\n".join(l.split("//", 1)[0] for l in text.split("\n"))
+    for m in re.finditer(r"__global__", code):
+        body = code.find("{", m.end())
+        if not code[body + 1:].lstrip().startswith("kernel_entry();"):
+            bad.append("%s:%d: a __global__ body must begin with kernel_entry() (PDL: %s)" %
+                       (f, code.count("\n", 0, m.start()) + 1, launcher))
+    for n, line in enumerate(code.split("\n"), 1):
+        if "<<<" in line and not (f == launcher and "kernel<<<grid, block, smem, s>>>" in line):
+            bad.append("%s:%d: launch kernels with launch_kernel() (%s), not <<<>>>" % (f, n, launcher))
+        if "__restrict__" in line and "#define WICK_RESTRICT" not in line:
+            bad.append("%s:%d: __restrict__ in GPU code: write WICK_RESTRICT (%s says why)" % (f, n, launcher))
 
 for b in bad:
     print(b)

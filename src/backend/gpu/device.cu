@@ -1,11 +1,16 @@
 // Device discovery and opening: contexts, the code-object check, backends, device info.
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/gpu/allocator.hpp"
 #include "backend/gpu/blas.hpp"
+#include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
 
 #ifndef WICK_GPU_TARGETS_STR
@@ -16,7 +21,36 @@ namespace wick::gpu {
 
 // A kernel that exists only to ask the runtime whether this build has code for a device.
 __global__ void probe_kernel(int* p) {
+  kernel_entry();
   if (p) *p = 0;
+}
+
+bool pdl_allowed(const void* kernel) {
+#if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
+  (void)kernel;  // AMD has no such launch; its emulation launches as AMD would
+  return false;
+#else
+  static const bool enabled = [] {
+    const char* e = std::getenv("WICK_PDL");
+    return !(e && std::string(e) == "0");
+  }();
+  if (!enabled) return false;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  // Per thread, so no lock: the runtime's answer for a (device, kernel) pair never changes.
+  thread_local std::map<std::pair<int, const void*>, bool> known;
+  const auto key = std::make_pair(dev, kernel);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes attr;
+  bool ok = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && attr.ptxVersion >= 90;
+  if (!ok) (void)cudaGetLastError();
+  known.emplace(key, ok);
+  return ok;
+#endif
 }
 
 DeviceKind built_kind() {

@@ -27,6 +27,55 @@ constexpr int kBlock = tune::kBlock;          // default block: a multiple of 64
 // with 256 threads spilled to scratch (issue 11; scripts/amd_resource_usage.sh checks it).
 #define WICK_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 
+// Programmatic dependent launch (PDL; CUDA on sm_90 and later): a kernel started by launch_kernel()
+// may become resident while the kernel before it in the stream is still running, so its launch
+// overlaps that kernel's tail instead of following it (a decode step is hundreds of small kernels).
+// Every kernel's first statement is kernel_entry(): it waits until the previous kernel has completed
+// and its writes are visible (so, kernel by kernel, all earlier work), then lets the next kernel
+// launch. Nothing may touch memory before it. AMD has no such launch: there it is empty, and the
+// launch is an ordinary one.
+__device__ __forceinline__ void kernel_entry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// __restrict__ lets the compiler move loads through a pointer above the wait in kernel_entry() (the
+// wait is not an access "through" that pointer), reading what the previous kernel has not yet written:
+// kernels say WICK_RESTRICT, which is __restrict__ only where there is no PDL.
+#if defined(WICK_GPU_HIP)
+#define WICK_RESTRICT __restrict__
+#else
+#define WICK_RESTRICT
+#endif
+
+// Whether `kernel` may be launched with PDL on the current device: its code was built for sm_90 or
+// later (so kernel_entry() waits) and WICK_PDL is not 0 (WICK_PDL=0 turns it off, to compare).
+bool pdl_allowed(const void* kernel);
+
+// The one way kernels are launched: kernel<<<grid, block, smem, s>>>(args...), with PDL where allowed.
+template <class... P, class... A>
+void launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s, A&&... args) {
+#if !defined(WICK_GPU_HIP)
+  if (pdl_allowed(reinterpret_cast<const void*>(kernel))) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);  // its error stays for check_launch()
+    return;
+  }
+#endif
+  kernel<<<grid, block, smem, s>>>(std::forward<A>(args)...);
+}
+
 #if WICK_WAVE_ON_WARP_PAIRS
 // The cdna emulation (-DWICK_GPU_EMULATE=cdna) runs a 64-lane wave on two NVIDIA warps: wave w of a
 // block is warps 2w and 2w+1 (linear thread ids 64w..64w+63, as AMD forms waves). A shuffle whose
@@ -172,7 +221,8 @@ template <class T, int V> struct alignas(sizeof(T) * V) VecOf {
 // 1 to 3 inputs (nvcc allows one trailing pack per kernel).
 template <class Out, class F, class A>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<1> d, const A* __restrict__ a) {
+    map_strided_kernel(Out* WICK_RESTRICT out, int64_t n, F f, StridedDesc<1> d, const A* WICK_RESTRICT a) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[1];
@@ -181,8 +231,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
   }
 }
 template <class Out, class F, class A, class B>
-__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<2> d,
-                                                              const A* __restrict__ a, const B* __restrict__ b) {
+__global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* WICK_RESTRICT out, int64_t n, F f, StridedDesc<2> d,
+                                                              const A* WICK_RESTRICT a, const B* WICK_RESTRICT b) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[2];
@@ -192,8 +243,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) map_strided_kernel(Out* __restrict__ 
 }
 template <class Out, class F, class A, class B, class C>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    map_strided_kernel(Out* __restrict__ out, int64_t n, F f, StridedDesc<3> d, const A* __restrict__ a,
-                       const B* __restrict__ b, const C* __restrict__ c) {
+    map_strided_kernel(Out* WICK_RESTRICT out, int64_t n, F f, StridedDesc<3> d, const A* WICK_RESTRICT a,
+                       const B* WICK_RESTRICT b, const C* WICK_RESTRICT c) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[3];
@@ -204,7 +256,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 
 template <class Out, class F, class... In>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    map_contig_kernel(Out* __restrict__ out, int64_t n, F f, const In* __restrict__... in) {
+    map_contig_kernel(Out* WICK_RESTRICT out, int64_t n, F f, const In* WICK_RESTRICT... in) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) out[i] = f(in[i]...);
 }
@@ -213,7 +266,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 // operand (1 to 3 inputs: every element-wise op of the contract).
 template <int V, class Out, class F, class A>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a) {
+    map_vec_kernel(Out* WICK_RESTRICT out, int64_t nv, F f, const A* WICK_RESTRICT a) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -225,7 +279,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 }
 template <int V, class Out, class F, class A, class B>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b) {
+    map_vec_kernel(Out* WICK_RESTRICT out, int64_t nv, F f, const A* WICK_RESTRICT a, const B* WICK_RESTRICT b) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -238,8 +293,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 }
 template <int V, class Out, class F, class A, class B, class C>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    map_vec_kernel(Out* __restrict__ out, int64_t nv, F f, const A* __restrict__ a, const B* __restrict__ b,
-                   const C* __restrict__ c) {
+    map_vec_kernel(Out* WICK_RESTRICT out, int64_t nv, F f, const A* WICK_RESTRICT a, const B* WICK_RESTRICT b,
+                   const C* WICK_RESTRICT c) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < nv; i += step) {
     VecOf<A, V> x = reinterpret_cast<const VecOf<A, V>*>(a)[i];
@@ -264,7 +320,8 @@ void launch_map_desc(std::index_sequence<K...> ks, gpuStream_t s, Out* out, int6
                      const In*... in) {
   if (!desc_is_contiguous<N>(d)) {
     (void)ks;
-    map_strided_kernel<<<grid_for(n), kBlock, 0, s>>>(out, n, f, d, in...);
+    void (*k)(Out*, int64_t, F, StridedDesc<N>, const In*...) = map_strided_kernel<Out, F, In...>;
+    launch_kernel(k, grid_for(n), kBlock, 0, s, out, n, f, d, in...);
     return;
   }
   constexpr size_t kBytes = max_size_of<Out, In...>();
@@ -273,12 +330,13 @@ void launch_map_desc(std::index_sequence<K...> ks, gpuStream_t s, Out* out, int6
   if constexpr (sizeof...(In) <= 3) {
     if (vec_ok) {
       const int64_t nv = n / V, done = nv * V;
-      if (nv > 0) map_vec_kernel<V><<<grid_for(nv), kBlock, 0, s>>>(out, nv, f, (in + d.offsets[K])...);
-      if (done < n) map_contig_kernel<<<1, kBlock, 0, s>>>(out + done, n - done, f, (in + d.offsets[K] + done)...);
+      void (*vk)(Out*, int64_t, F, const In*...) = map_vec_kernel<V, Out, F, In...>;
+      if (nv > 0) launch_kernel(vk, grid_for(nv), kBlock, 0, s, out, nv, f, (in + d.offsets[K])...);
+      if (done < n) launch_kernel(map_contig_kernel<Out, F, In...>, 1, kBlock, 0, s, out + done, n - done, f, (in + d.offsets[K] + done)...);
       return;
     }
   }
-  map_contig_kernel<<<grid_for(n), kBlock, 0, s>>>(out, n, f, (in + d.offsets[K])...);
+  launch_kernel(map_contig_kernel<Out, F, In...>, grid_for(n), kBlock, 0, s, out, n, f, (in + d.offsets[K])...);
 }
 
 // ---- tiled transpose: out (contiguous) = f(in...) where one input's unit-stride dim `a` is not
@@ -314,7 +372,7 @@ template <int N> __device__ __forceinline__ void tile_at(const TileDesc<N>& td, 
 
 // tile[b][a] = src[a + b * sb] over the valid (ra, rb) part; thread (x = a, y = rows of b).
 template <int T, class S>
-__device__ __forceinline__ void tile_stage(S* tile, const S* __restrict__ src, int64_t sb, int64_t ra, int64_t rb) {
+__device__ __forceinline__ void tile_stage(S* tile, const S* WICK_RESTRICT src, int64_t sb, int64_t ra, int64_t rb) {
   constexpr int R = tune::kTransposeBlock / T, W = T + tile_pad<S>();
   const int x = int(threadIdx.x) % T, y = int(threadIdx.x) / T;
   if (ra == T && rb == T) {
@@ -339,7 +397,8 @@ template <int T, class Put> __device__ __forceinline__ void tile_emit(int64_t ra
 
 template <class Out, class F, class A>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock)
-    map_tile_kernel(Out* __restrict__ out, F f, TileDesc<1> td, const A* __restrict__ a) {
+    map_tile_kernel(Out* WICK_RESTRICT out, F f, TileDesc<1> td, const A* WICK_RESTRICT a) {
+  kernel_entry();
   constexpr int T = tile_side<Out, A>(), W = T + tile_pad<A>();
   __shared__ uint64_t raw[(T * W * sizeof(A) + 7) / 8];  // raw: the storage types have default member initialisers
   A* tile = reinterpret_cast<A*>(raw);
@@ -357,7 +416,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock)
 // Two inputs, input P staged.
 template <int P, class Out, class F, class A, class B>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kTransposeBlock)
-    map_tile_kernel(Out* __restrict__ out, F f, TileDesc<2> td, const A* __restrict__ a, const B* __restrict__ b) {
+    map_tile_kernel(Out* WICK_RESTRICT out, F f, TileDesc<2> td, const A* WICK_RESTRICT a, const B* WICK_RESTRICT b) {
+  kernel_entry();
   using S = std::conditional_t<P == 0, A, B>;
   constexpr int T = tile_side<Out, S>(), W = T + tile_pad<S>();
   __shared__ uint64_t raw[(T * W * sizeof(S) + 7) / 8];
@@ -450,7 +510,8 @@ bool launch_map_tile(gpuStream_t s, Out* out, F f, const StridedDesc<1>& d, cons
   int p, ka;
   if (!tile_plan<1>(d, &p, &ka)) return false;
   const TileDesc<1> td = make_tile_desc<1>(d, ka, tile_side<Out, A>());
-  map_tile_kernel<<<tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s>>>(out, f, td, a);
+  void (*k)(Out*, F, TileDesc<1>, const A*) = map_tile_kernel<Out, F, A>;
+  launch_kernel(k, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a);
   return true;
 }
 template <class Out, class F, class A, class B>
@@ -459,10 +520,10 @@ bool launch_map_tile(gpuStream_t s, Out* out, F f, const StridedDesc<2>& d, cons
   if (!tile_plan<2>(d, &p, &ka)) return false;
   if (p == 0) {
     const TileDesc<2> td = make_tile_desc<2>(d, ka, tile_side<Out, A>());
-    map_tile_kernel<0><<<tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s>>>(out, f, td, a, b);
+    launch_kernel(map_tile_kernel<0, Out, F, A, B>, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a, b);
   } else {
     const TileDesc<2> td = make_tile_desc<2>(d, ka, tile_side<Out, B>());
-    map_tile_kernel<1><<<tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s>>>(out, f, td, a, b);
+    launch_kernel(map_tile_kernel<1, Out, F, A, B>, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a, b);
   }
   return true;
 }

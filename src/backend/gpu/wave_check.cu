@@ -19,7 +19,8 @@ namespace {
 constexpr int kMaxThreads = 512;
 
 __global__ void WICK_LAUNCH_BOUNDS(kMaxThreads)
-    wave_sum_kernel(uint32_t* __restrict__ full, uint32_t* __restrict__ lanes32, int* __restrict__ wave) {
+    wave_sum_kernel(uint32_t* WICK_RESTRICT full, uint32_t* WICK_RESTRICT lanes32, int* WICK_RESTRICT wave) {
+  kernel_entry();
   const uint32_t v = blockIdx.x * blockDim.x + threadIdx.x + 1;
   const uint32_t all = warp_reduce(v, [](uint32_t a, uint32_t b) { return a + b; });
   uint32_t narrow = v;
@@ -45,7 +46,7 @@ WaveSums wave_sum_check(int ordinal, int threads, int blocks) {
   auto* full = static_cast<uint32_t*>(buf.b.ptr);
   uint32_t* lanes32 = full + max_waves;
   int* wave = reinterpret_cast<int*>(lanes32 + max_waves);
-  wave_sum_kernel<<<blocks, threads, 0, c.stream>>>(full, lanes32, wave);
+  launch_kernel(wave_sum_kernel, blocks, threads, 0, c.stream, full, lanes32, wave);
   check_launch("wave_sum_kernel");
   WaveSums r;
   check(gpuMemcpyAsync(&r.wave, wave, sizeof(int), gpuMemcpyDeviceToHost, c.stream), "MemcpyAsync");

@@ -72,6 +72,7 @@ template <class A> __device__ void block_stats(A& m, A& l) {
 template <class A, class P, int V>
 __global__ void WICK_LAUNCH_BOUNDS(kRowBlock)
     softmax_rows_kernel(const A* s, P* p, int64_t rows, int64_t keys, int64_t r0, int64_t shift, bool causal) {
+  kernel_entry();
   const int64_t row = blockIdx.x;
   const int64_t qi = r0 + row % rows;
   const int64_t vis = causal ? (qi + shift + 1 < keys ? qi + shift + 1 : keys) : keys;
@@ -207,11 +208,9 @@ void run_attention(const GpuStorage& self, const Operand& q, const Operand& k, c
         }
         const unsigned grid = unsigned(nb * rc);
         if (vec)
-          softmax_rows_kernel<A, T, V>
-              <<<grid, kRowBlock, 0, self.stream()>>>(S, P, rc, keys, r0, shift, a.causal);
+          launch_kernel(softmax_rows_kernel<A, T, V>, grid, kRowBlock, 0, self.stream(), S, P, rc, keys, r0, shift, a.causal);
         else
-          softmax_rows_kernel<A, T, 1>
-              <<<grid, kRowBlock, 0, self.stream()>>>(S, P, rc, keys, r0, shift, a.causal);
+          launch_kernel(softmax_rows_kernel<A, T, 1>, grid, kRowBlock, 0, self.stream(), S, P, rc, keys, r0, shift, a.causal);
         check_launch("attention(softmax)");
         blas_gemm_rm(ctx, dt, dt, false, false, int(rc), int(dv), int(keys), 1.0, P, int(keys), rc * keys, vp,
                      int(v.st), v_bs, op, int(dv), o_bs, int(nb));

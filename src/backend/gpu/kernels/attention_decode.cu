@@ -55,6 +55,7 @@ __device__ __forceinline__ int64_t keys_of(const DecodeArgs& a, int64_t bi) {
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
+  kernel_entry();
   constexpr int V = int(16 / sizeof(T));
   const int split = int(blockIdx.x), hk = int(blockIdx.y), bi = int(blockIdx.z);
   const int rows = a.group * a.t_q, t = int(threadIdx.x);
@@ -222,7 +223,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 
 // One block per (batch, kv head, row): the online-softmax merge of the runs, o / l in T.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, T* __restrict__ out) {
+__global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, T* WICK_RESTRICT out) {
+  kernel_entry();
   const int rows = a.group * a.t_q;
   const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
   const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
@@ -328,9 +330,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   dispatch_float(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
-      decode_runs_kernel<T><<<grid, kDecBlock, 0, ctx.stream>>>(d);
+      launch_kernel(decode_runs_kernel<T>, grid, kDecBlock, 0, ctx.stream, d);
       check_launch("attention(decode runs)");
-      decode_merge_kernel<T><<<merge_grid, merge_block, 0, ctx.stream>>>(d, static_cast<T*>(out));
+      launch_kernel(decode_merge_kernel<T>, merge_grid, merge_block, 0, ctx.stream, d, static_cast<T*>(out));
       check_launch("attention(decode merge)");
     }
   });

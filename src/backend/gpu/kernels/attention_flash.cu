@@ -98,6 +98,7 @@ __device__ __forceinline__ void load_tile(H* s, const H* g, int64_t stride, int6
 
 template <class H, int D>
 __global__ void WICK_LAUNCH_BOUNDS(kThreads) flash_fwd_kernel(FlashParams<H> p) {
+  kernel_entry();
 #if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
   using namespace nvcuda;
   using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;
@@ -325,7 +326,7 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
   check(gpuFuncSetAttribute(kernel_ptr<H, D>(), gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "FuncSetAttribute(attention flash)");
   const dim3 grid(unsigned((a.t_q + kBM - 1) / kBM), unsigned(a.h_q), unsigned(a.b));
-  flash_fwd_kernel<H, D><<<grid, kThreads, bytes, ctx.stream>>>(p);
+  launch_kernel(flash_fwd_kernel<H, D>, grid, kThreads, bytes, ctx.stream, p);
   check_launch("attention(flash)");
 }
 

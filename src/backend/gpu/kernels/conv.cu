@@ -57,8 +57,9 @@ ConvGeom geom(const Conv2dShape& s, bool transposed) {
 // * w[co, ci, i, j], zero outside the image.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    conv2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
-                  const T* __restrict__ w, View4 wv) {
+    conv2d_kernel(T* WICK_RESTRICT out, int64_t n, ConvGeom g, const T* WICK_RESTRICT x, View4 xv,
+                  const T* WICK_RESTRICT w, View4 wv) {
+  kernel_entry();
   using C = conv_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
@@ -98,8 +99,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 // col2im does.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    conv_transpose2d_kernel(T* __restrict__ out, int64_t n, ConvGeom g, const T* __restrict__ x, View4 xv,
-                            const T* __restrict__ w, View4 wv) {
+    conv_transpose2d_kernel(T* WICK_RESTRICT out, int64_t n, ConvGeom g, const T* WICK_RESTRICT x, View4 xv,
+                            const T* WICK_RESTRICT w, View4 wv) {
+  kernel_entry();
   using C = conv_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
@@ -145,10 +147,10 @@ StoragePtr run_conv(const GpuStorage& in, View4 xv, const Storage& kernel, View4
   dispatch_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (transposed)
-      conv_transpose2d_kernel<<<grid_for(n), kBlock, 0, in.stream()>>>(out->ptr<T>(), n, g, in.ptr<T>(), xv,
+      launch_kernel(conv_transpose2d_kernel<T>, grid_for(n), kBlock, 0, in.stream(), out->ptr<T>(), n, g, in.ptr<T>(), xv,
                                                                        k.ptr<T>(), wv);
     else
-      conv2d_kernel<<<grid_for(n), kBlock, 0, in.stream()>>>(out->ptr<T>(), n, g, in.ptr<T>(), xv, k.ptr<T>(), wv);
+      launch_kernel(conv2d_kernel<T>, grid_for(n), kBlock, 0, in.stream(), out->ptr<T>(), n, g, in.ptr<T>(), xv, k.ptr<T>(), wv);
     check_launch(op);
   });
   return out;

@@ -40,6 +40,7 @@ template <class T> struct ConstF {
 
 template <class T, int N>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock) const_set_kernel(T* p, int64_t n, T v, StridedDesc<N> d) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) p[d.offset(0, i)] = v;
 }
@@ -58,7 +59,7 @@ void GpuStorage::const_set(Scalar v, const Layout& l) {
                                                                  size_t(int64_t(l.offset) + int64_t(i) * l.strides[0])));
       return;
     }
-    const_set_kernel<<<grid_for(n), kBlock, 0, stream()>>>(ptr<T>(), n, val, d);
+    launch_kernel(const_set_kernel<T, 1>, grid_for(n), kBlock, 0, stream(), ptr<T>(), n, val, d);
     check_launch("const_set");
   });
 }
@@ -110,8 +111,9 @@ void GpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size
 // read: the launch can be captured and replayed with another start).
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    copy_at_kernel(T* __restrict__ dst, const T* __restrict__ src, int64_t n, StridedDesc<2> d, const void* start,
+    copy_at_kernel(T* WICK_RESTRICT dst, const T* WICK_RESTRICT src, int64_t n, StridedDesc<2> d, const void* start,
                    DType start_dt, int64_t start_offset, int64_t row_stride, int64_t max_start) {
+  kernel_entry();
   const int64_t shift = pos::clamp_start(pos::load(start, start_dt, start_offset), max_start) * row_stride;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
@@ -129,8 +131,7 @@ void GpuStorage::copy_strided_at(const Layout& src_l, Storage& dst_s, const Layo
   auto copy_as = [&](auto tag) {  // a copy moves bits: one kernel per element size
     using T = decltype(tag);
     for_each_desc<2>(src_l.shape, {&dst_l, &src_l}, 0, [&](const StridedDesc<2>& d, int64_t, int64_t n) {
-      copy_at_kernel<T><<<grid_for(n), kBlock, 0, stream()>>>(
-          static_cast<T*>(dst.data()), static_cast<const T*>(data()), n, d, start.data(), start.dtype(),
+      launch_kernel(copy_at_kernel<T>, grid_for(n), kBlock, 0, stream(), static_cast<T*>(dst.data()), static_cast<const T*>(data()), n, d, start.data(), start.dtype(),
           int64_t(start_offset), row_stride, int64_t(max_start));
       check_launch("slice_set");
     });
@@ -185,6 +186,7 @@ StoragePtr GpuBackend::from_host(const void* data, size_t numel, DType dtype) {
 
 template <class T, bool kNormal>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock) rand_kernel(T* p, int64_t n, uint64_t seed, double a, double b) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     double x = kNormal ? mul_add_unfused(philox_normal(seed, uint64_t(i)), b, a)
@@ -200,7 +202,7 @@ template <bool kNormal> static StoragePtr fill_random(int ordinal, size_t numel,
   if (numel == 0) return s;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    rand_kernel<T, kNormal><<<grid_for(int64_t(numel)), kBlock, 0, s->stream()>>>(s->ptr<T>(), int64_t(numel), seed, a, b);
+    launch_kernel(rand_kernel<T, kNormal>, grid_for(int64_t(numel)), kBlock, 0, s->stream(), s->ptr<T>(), int64_t(numel), seed, a, b);
     check_launch("rand");
   });
   return s;

@@ -26,8 +26,9 @@ namespace {
 // position among them.
 template <class I>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    validate_kernel(const I* __restrict__ ids, int64_t n, StridedDesc<1> d, int64_t base, uint64_t limit, int* flag,
+    validate_kernel(const I* WICK_RESTRICT ids, int64_t n, StridedDesc<1> d, int64_t base, uint64_t limit, int* flag,
                     unsigned long long* first) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     if (id_out_of_range(ids[d.offset(0, i)], limit)) {
@@ -49,7 +50,7 @@ void validate_ids(const GpuStorage& self, const I* ids, const Layout& ids_l, siz
   auto* first = static_cast<unsigned long long*>(first_buf.b.ptr);
   check(gpuMemsetAsync(first, 0xff, sizeof(unsigned long long), s), "MemsetAsync");
   for_each_desc<1>(l.shape, {&l}, 0, [&](const StridedDesc<1>& d, int64_t base, int64_t n) {
-    validate_kernel<<<grid_for(n), kBlock, 0, s>>>(ids, n, d, base, uint64_t(limit), ctx.error_flag, first);
+    launch_kernel(validate_kernel<I>, grid_for(n), kBlock, 0, s, ids, n, d, base, uint64_t(limit), ctx.error_flag, first);
     check_launch("validate ids");
   });
   unsigned long long pos = ~0ull;
@@ -69,8 +70,9 @@ void validate_ids(const GpuStorage& self, const I* ids, const Layout& ids_l, siz
 // out[base + i] = src[src_l(i) + ids[ids_l(i)] * dim_stride]; src_l has stride 0 along dim.
 template <class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    gather_kernel(T* __restrict__ out, int64_t n, StridedDesc<2> d, const T* __restrict__ src,
-                  const I* __restrict__ ids, int64_t dim_stride) {
+    gather_kernel(T* WICK_RESTRICT out, int64_t n, StridedDesc<2> d, const T* WICK_RESTRICT src,
+                  const I* WICK_RESTRICT ids, int64_t dim_stride) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     int64_t o[2];
@@ -83,7 +85,7 @@ template <class T, class I>
 void gather_launch(gpuStream_t s, T* out, const Shape& shape, const T* src, const Layout& src_l, const I* ids,
                    const Layout& ids_l, int64_t dim_stride) {
   for_each_desc<2>(shape, {&src_l, &ids_l}, 0, [&](const StridedDesc<2>& d, int64_t base, int64_t n) {
-    gather_kernel<<<grid_for(n), kBlock, 0, s>>>(out + base, n, d, src, ids, dim_stride);
+    launch_kernel(gather_kernel<T, I>, grid_for(n), kBlock, 0, s, out + base, n, d, src, ids, dim_stride);
     check_launch("gather");
   });
 }
@@ -113,8 +115,9 @@ struct LineWalk {
 // order along dim.
 template <bool kAdd, class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    scatter_lines_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<3> d, const I* __restrict__ ids,
-                         const T* __restrict__ src, LineWalk w) {
+    scatter_lines_kernel(T* WICK_RESTRICT dst, int64_t lines, StridedDesc<3> d, const I* WICK_RESTRICT ids,
+                         const T* WICK_RESTRICT src, LineWalk w) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < lines; t += step) {
     int64_t o[3];
@@ -136,6 +139,7 @@ template <bool kAdd, class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(kSerialBlock)
     scatter_serial_kernel(T* dst, int64_t lines, StridedDesc<3> d, const I* ids, const T* src, LineWalk w,
                           bool k_outer) {
+  kernel_entry();
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   const int64_t n_outer = k_outer ? w.len_dim : lines, n_inner = k_outer ? lines : w.len_dim;
   for (int64_t a = 0; a < n_outer; ++a) {
@@ -169,9 +173,9 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
   for_each_desc<3>(a.shape, {&a, &b, &c}, 0, [&](const StridedDesc<3>& d, int64_t, int64_t lines) {
     if (shared_dst) {
       // the CPU sweeps rows (k outside) when the innermost merged run of lines is >= 16 long
-      scatter_serial_kernel<kAdd><<<1, kSerialBlock, 0, s>>>(dst, lines, d, ids, src, w, d.dims[d.rank - 1] >= 16);
+      launch_kernel(scatter_serial_kernel<kAdd, T, I>, 1, kSerialBlock, 0, s, dst, lines, d, ids, src, w, d.dims[d.rank - 1] >= 16);
     } else {
-      scatter_lines_kernel<kAdd><<<grid_for(lines), kBlock, 0, s>>>(dst, lines, d, ids, src, w);
+      launch_kernel(scatter_lines_kernel<kAdd, T, I>, grid_for(lines), kBlock, 0, s, dst, lines, d, ids, src, w);
     }
     check_launch(kAdd ? "scatter_add" : "scatter");
   });
@@ -184,9 +188,10 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
 // largest id value, so the last run) adds nothing.
 template <class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    index_add_sorted_kernel(T* __restrict__ dst, int64_t lines, StridedDesc<2> d, const I* __restrict__ ids,
-                            int64_t ids_s, const uint32_t* __restrict__ perm, int64_t n_ids, const T* __restrict__ src,
+    index_add_sorted_kernel(T* WICK_RESTRICT dst, int64_t lines, StridedDesc<2> d, const I* WICK_RESTRICT ids,
+                            int64_t ids_s, const uint32_t* WICK_RESTRICT perm, int64_t n_ids, const T* WICK_RESTRICT src,
                             int64_t src_ds, int64_t dim_stride) {
+  kernel_entry();
   const int64_t n = n_ids * lines, step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
     const int64_t k = t / lines, line = t - k * lines;
@@ -294,8 +299,7 @@ StoragePtr GpuStorage::index_add(const Layout& l, const Storage& ids_s, const La
       const int64_t ids_s = ids_l.strides[0];
       dispatch_dtype(dtype_, [&](auto tag) {
         using T = decltype(tag);
-        index_add_sorted_kernel<<<grid_for(n_ids * lines), kBlock, 0, stream()>>>(
-            out->ptr<T>(), lines, d, ids.ptr<I>() + ids_l.offset, ids_s, as_gpu(*perm).ptr<uint32_t>(), n_ids,
+        launch_kernel(index_add_sorted_kernel<T, I>, grid_for(n_ids * lines), kBlock, 0, stream(), out->ptr<T>(), lines, d, ids.ptr<I>() + ids_l.offset, ids_s, as_gpu(*perm).ptr<uint32_t>(), n_ids,
             src.ptr<T>(), src_l.strides[dim], out_l.strides[dim]);
         check_launch("index_add");
       });

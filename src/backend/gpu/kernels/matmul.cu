@@ -128,9 +128,10 @@ constexpr int kTile = 16;
 
 template <class T, class Acc>
 __global__ void WICK_LAUNCH_BOUNDS(kTile* kTile)
-    int_matmul_kernel(const T* __restrict__ a, int64_t a_rs, int64_t a_cs, int64_t a_bs, const T* __restrict__ b,
-                      int64_t b_rs, int64_t b_cs, int64_t b_bs, T* __restrict__ out, int64_t o_bs, int64_t m, int64_t n,
+    int_matmul_kernel(const T* WICK_RESTRICT a, int64_t a_rs, int64_t a_cs, int64_t a_bs, const T* WICK_RESTRICT b,
+                      int64_t b_rs, int64_t b_cs, int64_t b_bs, T* WICK_RESTRICT out, int64_t o_bs, int64_t m, int64_t n,
                       int64_t k, int64_t batch) {
+  kernel_entry();
   __shared__ Acc as[kTile][kTile + 1];
   __shared__ Acc bs[kTile][kTile + 1];
   const int tx = int(threadIdx.x) % kTile, ty = int(threadIdx.x) / kTile;
@@ -169,8 +170,7 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
                      [&](int64_t oa, int64_t ob, int64_t oo, int64_t count, int64_t sa, int64_t sb, int64_t so) {
                        const dim3 grid(unsigned(tiles_n), unsigned(std::min<int64_t>(tiles_m, 65535)),
                                        unsigned(std::min<int64_t>(count, 65535)));
-                       int_matmul_kernel<T, Acc><<<grid, kTile * kTile, 0, s>>>(
-                           a + oa, ab.rs, ab.cs, sa, b + ob, bb.rs, bb.cs, sb, out + oo, so, m, n, k, count);
+                       launch_kernel(int_matmul_kernel<T, Acc>, grid, kTile * kTile, 0, s, a + oa, ab.rs, ab.cs, sa, b + ob, bb.rs, bb.cs, sb, out + oo, so, m, n, k, count);
                        check_launch("matmul(int)");
                      });
 }
@@ -183,8 +183,9 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
 // (as the f32-accumulating gemm). Rows of x past m (padded to 1/2/4/8) are never read.
 template <class T, int M, int R>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kMvBlock)
-    matvec_kernel(const T* __restrict__ x, int64_t x_ld, int m, const T* __restrict__ w, int64_t w_ld, int64_t n,
-                  int64_t k, T* __restrict__ y) {
+    matvec_kernel(const T* WICK_RESTRICT x, int64_t x_ld, int m, const T* WICK_RESTRICT w, int64_t w_ld, int64_t n,
+                  int64_t k, T* WICK_RESTRICT y) {
+  kernel_entry();
   constexpr int V = 8;  // 8 x 16-bit = 16 bytes
   constexpr int U = tune::kMvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;
@@ -264,7 +265,7 @@ void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w,
                      T* y) {
   constexpr int R = tune::kMvRows;
   const unsigned grid = unsigned((n + R - 1) / R);
-  matvec_kernel<T, M, R><<<grid, tune::kMvBlock, 0, s>>>(x, x_ld, m, w, w_ld, n, k, y);
+  launch_kernel(matvec_kernel<T, M, R>, grid, tune::kMvBlock, 0, s, x, x_ld, m, w, w_ld, n, k, y);
   check_launch("matmul(matvec)");
 }
 

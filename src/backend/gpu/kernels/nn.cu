@@ -133,7 +133,8 @@ __device__ __forceinline__ void add_residual(const T* r, T* sum, int n, int lane
 // groups of g threads; the loop bound is uniform over the block (barriers inside).
 template <class T, int V, int E>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
-    softmax_rows_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int n_cols, int g, bool log) {
+    softmax_rows_kernel(const T* WICK_RESTRICT in, T* WICK_RESTRICT out, int64_t rows, int n_cols, int g, bool log) {
+  kernel_entry();
   using C = compute_t<T>;
   constexpr int K = E / V;
   __shared__ C red[2][kMaxWarpsPerBlock];
@@ -187,7 +188,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 // SM alone and leaves its memory pipe idle between phases).
 template <class T, int V>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
-    softmax_online_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t n, bool log) {
+    softmax_online_kernel(const T* WICK_RESTRICT in, T* WICK_RESTRICT out, int64_t rows, int64_t n, bool log) {
+  kernel_entry();
   using C = compute_t<T>;
   constexpr C kNegInf = -std::numeric_limits<C>::infinity();
   __shared__ C red[2][kMaxWarpsPerBlock];
@@ -234,9 +236,10 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 // the variance is a second pass around the mean over the registers.
 template <class T, int V, int E>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
-    norm_rows_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
-                     const T* __restrict__ res, T* __restrict__ sum, int64_t rows, int n_cols, int g,
+    norm_rows_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b, T* WICK_RESTRICT out,
+                     const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int n_cols, int g,
                      compute_t<T> inv_n, double eps, bool rms) {
+  kernel_entry();
   using C = compute_t<T>;
   constexpr int K = E / V;
   __shared__ C red[2][kMaxWarpsPerBlock];
@@ -297,9 +300,10 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
-    norm_long_kernel(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ out,
-                     const T* __restrict__ res, T* __restrict__ sum, int64_t rows, int64_t n, compute_t<T> inv_n,
+    norm_long_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b, T* WICK_RESTRICT out,
+                     const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int64_t n, compute_t<T> inv_n,
                      double eps, bool rms) {
+  kernel_entry();
   using C = compute_t<T>;
   __shared__ C red[2][kMaxWarpsPerBlock];
   int ph = 0;
@@ -394,8 +398,9 @@ template <class T, class F> void with_row_config(bool vec, int e, F&& f) {
 // ---- rope: one thread per (x0, x1) pair; I is uint32_t when every index fits.
 template <class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock)
-    rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn, T* __restrict__ out,
+    rope_kernel(const T* WICK_RESTRICT x, const T* WICK_RESTRICT cs, const T* WICK_RESTRICT sn, T* WICK_RESTRICT out,
                 I npairs, I half, I h, I t, RopeKind kind, bool per_batch) {
+  kernel_entry();
   using C = compute_t<T>;
   const I step = I(gridDim.x) * blockDim.x;
   for (I p = I(blockIdx.x) * blockDim.x + threadIdx.x; p < npairs; p += step) {
@@ -443,14 +448,13 @@ StoragePtr GpuStorage::softmax_last_dim(const Layout& l, bool log) const {
     if (p.e == 0 || n >= tune::kNnOnlineCols) {
       const unsigned grid = unsigned(rows < tune::kNnMaxGrid ? rows : tune::kNnMaxGrid);
       if (vec)
-        softmax_online_kernel<T, kVec<T>><<<grid, tune::kNnMaxRowBlock, 0, stream()>>>(in, o, rows, n, log);
+        launch_kernel(softmax_online_kernel<T, kVec<T>>, grid, tune::kNnMaxRowBlock, 0, stream(), in, o, rows, n, log);
       else
-        softmax_online_kernel<T, 1><<<grid, tune::kNnMaxRowBlock, 0, stream()>>>(in, o, rows, n, log);
+        launch_kernel(softmax_online_kernel<T, 1>, grid, tune::kNnMaxRowBlock, 0, stream(), in, o, rows, n, log);
     } else {
       const unsigned grid = row_grid(rows, p);
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
-        softmax_rows_kernel<T, decltype(v)::value, decltype(e)::value>
-            <<<grid, p.block, 0, stream()>>>(in, o, rows, int(n), p.g, log);
+        launch_kernel(softmax_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, o, rows, int(n), p.g, log);
       });
     }
     check_launch(op);
@@ -483,11 +487,10 @@ StoragePtr GpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
     const RowPlan p = plan_rows<T>(n, vec);
     const unsigned grid = row_grid(rows, p);
     if (p.e == 0) {
-      norm_long_kernel<T><<<grid, p.block, 0, stream()>>>(in, w, b, o, res, sum, rows, n, inv_n, a.eps, a.rms);
+      launch_kernel(norm_long_kernel<T>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, n, inv_n, a.eps, a.rms);
     } else {
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
-        norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>
-            <<<grid, p.block, 0, stream()>>>(in, w, b, o, res, sum, rows, int(n), p.g, inv_n, a.eps, a.rms);
+        launch_kernel(norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, int(n), p.g, inv_n, a.eps, a.rms);
       });
     }
     check_launch(op);
@@ -512,11 +515,9 @@ StoragePtr GpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, c
     const size_t table = (dm.per_batch ? dm.b : 1) * dm.t * half;
     const unsigned grid = grid_for(int64_t(npairs), tune::kNnRopeBlock);
     if (numel < (size_t(1) << 31) && table < (size_t(1) << 31)) {
-      rope_kernel<T, uint32_t><<<grid, tune::kNnRopeBlock, 0, stream()>>>(
-          x, cs, sn, o, uint32_t(npairs), uint32_t(half), uint32_t(dm.h), uint32_t(dm.t), k, dm.per_batch);
+      launch_kernel(rope_kernel<T, uint32_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint32_t(npairs), uint32_t(half), uint32_t(dm.h), uint32_t(dm.t), k, dm.per_batch);
     } else {
-      rope_kernel<T, uint64_t><<<grid, tune::kNnRopeBlock, 0, stream()>>>(
-          x, cs, sn, o, uint64_t(npairs), uint64_t(half), uint64_t(dm.h), uint64_t(dm.t), k, dm.per_batch);
+      launch_kernel(rope_kernel<T, uint64_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint64_t(npairs), uint64_t(half), uint64_t(dm.h), uint64_t(dm.t), k, dm.per_batch);
     }
     check_launch(op);
     return out;

@@ -36,7 +36,8 @@ struct Window {
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    avg_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
+    avg_pool_kernel(T* WICK_RESTRICT out, int64_t n, Img im, Window p, const T* WICK_RESTRICT in) {
+  kernel_entry();
   using A = compute_t<T>;
   const A count = A(p.kh * p.kw);
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -53,7 +54,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 // The first NaN of the window wins (as PyTorch); otherwise the first maximum.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    max_pool_kernel(T* __restrict__ out, int64_t n, Img im, Window p, const T* __restrict__ in) {
+    max_pool_kernel(T* WICK_RESTRICT out, int64_t n, Img im, Window p, const T* WICK_RESTRICT in) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     const int64_t ox = e % p.wo, oy = (e / p.wo) % p.ho, plane = e / (p.wo * p.ho);
@@ -64,7 +66,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    nearest_kernel(T* __restrict__ out, int64_t n, Img im, int64_t ho, int64_t wo, const T* __restrict__ in) {
+    nearest_kernel(T* WICK_RESTRICT out, int64_t n, Img im, int64_t ho, int64_t wo, const T* WICK_RESTRICT in) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
     const int64_t ox = e % wo, oy = (e / wo) % ho, plane = e / (wo * ho);
@@ -82,7 +85,8 @@ struct Bilinear {
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    bilinear_kernel(T* __restrict__ out, int64_t n, Img im, Bilinear p, const T* __restrict__ in) {
+    bilinear_kernel(T* WICK_RESTRICT out, int64_t n, Img im, Bilinear p, const T* WICK_RESTRICT in) {
+  kernel_entry();
   using A = compute_t<T>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += step) {
@@ -111,13 +115,13 @@ StoragePtr pool(const GpuStorage& s, const Layout& l, size_t kh, size_t kw, size
     using T = decltype(tag);
     if constexpr (kMax) {
       if (n == 0) return;
-      max_pool_kernel<<<grid_for(n), kBlock, 0, s.stream()>>>(out->template ptr<T>(), n, im, p, s.template ptr<T>());
+      launch_kernel(max_pool_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->template ptr<T>(), n, im, p, s.template ptr<T>());
       check_launch(op);
     } else if constexpr (!is_float_v<T>) {
       throw Error(ErrorKind::DType, std::string(op) + ": needs a float dtype, got " + dtype_name(s.dtype()));
     } else {
       if (n == 0) return;
-      avg_pool_kernel<<<grid_for(n), kBlock, 0, s.stream()>>>(out->template ptr<T>(), n, im, p, s.template ptr<T>());
+      launch_kernel(avg_pool_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->template ptr<T>(), n, im, p, s.template ptr<T>());
       check_launch(op);
     }
   });
@@ -131,7 +135,7 @@ StoragePtr nearest(const GpuStorage& s, const Img& im, size_t ho, size_t wo) {
   if (n == 0) return out;
   dispatch_dtype(s.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    nearest_kernel<<<grid_for(n), kBlock, 0, s.stream()>>>(out->ptr<T>(), n, im, int64_t(ho), int64_t(wo),
+    launch_kernel(nearest_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->ptr<T>(), n, im, int64_t(ho), int64_t(wo),
                                                            s.ptr<T>());
     check_launch("upsample_nearest");
   });
@@ -172,7 +176,7 @@ StoragePtr GpuStorage::upsample_bilinear2d(const Layout& l, size_t out_h, size_t
     if constexpr (!is_float_v<T>) {
       throw Error(ErrorKind::DType, std::string("upsample_bilinear2d: needs a float dtype, got ") + dtype_name(dtype_));
     } else {
-      bilinear_kernel<<<grid_for(n), kBlock, 0, stream()>>>(out->ptr<T>(), n, im, p, ptr<T>());
+      launch_kernel(bilinear_kernel<T>, grid_for(n), kBlock, 0, stream(), out->ptr<T>(), n, im, p, ptr<T>());
       check_launch("upsample_bilinear2d");
     }
   });

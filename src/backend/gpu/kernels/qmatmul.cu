@@ -24,8 +24,9 @@ int padded_rows(size_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
 // shuffles below 32 stay within a 32-lane group on wave32 and wave64 alike. Rows >= m are zero.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvQuantBlock)
-    quantize_q8_1_kernel(const T* __restrict__ x, int64_t x_off, int64_t x_stride, int64_t m, int64_t rows, int64_t xb,
-                         uint8_t* __restrict__ out) {
+    quantize_q8_1_kernel(const T* WICK_RESTRICT x, int64_t x_off, int64_t x_stride, int64_t m, int64_t rows, int64_t xb,
+                         uint8_t* WICK_RESTRICT out) {
+  kernel_entry();
   const int64_t blk = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int lane = int(threadIdx.x & 31);
   const bool valid = blk < rows * xb;  // every lane takes part in the shuffles
@@ -71,8 +72,9 @@ __device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
 // reduction, partial sums of the warps in shared memory, one thread per output.
 template <class Tr, int M, int R>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
-    qmv_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int nblk, const uint8_t* __restrict__ xq,
-               size_t xq_row_bytes, int64_t n, int m, void* __restrict__ y, int y_dt) {
+    qmv_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
+               size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
+  kernel_entry();
   constexpr int U = tune::kQmvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;
   const uint8_t* wr[R];
@@ -123,8 +125,7 @@ void launch_qmv_r(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t 
   const bool known = quant::dot::dispatch_dot(t, [&](auto tr) {
     using Tr = decltype(tr);
     const size_t nblk = k / Tr::QK;
-    qmv_kernel<Tr, M, R>
-        <<<grid, threads, 0, s>>>(w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n), m, y, y_dt);
+    launch_kernel(qmv_kernel<Tr, M, R>, grid, threads, 0, s, w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n), m, y, y_dt);
   });
   if (!known)
     throw Error(ErrorKind::Unsupported, std::string("qmatmul: no GPU matrix-vector kernel for ") + ggml_type_name(t) +
@@ -178,7 +179,7 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
   const unsigned qgrid = unsigned((lanes + tune::kQmvQuantBlock - 1) / tune::kQmvQuantBlock);
   auto quantize = [&](auto tag) {
     using T = decltype(tag);
-    quantize_q8_1_kernel<T><<<qgrid, tune::kQmvQuantBlock, 0, s>>>(static_cast<const T*>(x), int64_t(x_offset),
+    launch_kernel(quantize_q8_1_kernel<T>, qgrid, tune::kQmvQuantBlock, 0, s, static_cast<const T*>(x), int64_t(x_offset),
                                                                    int64_t(x_row_stride), int64_t(m), rows, xb, xq);
   };
   int y_dt;

@@ -76,7 +76,7 @@ template <class F> void dispatch_qtype(GGMLType t, const char* op, F&& f) {
 
 // Copies nb blocks of raw bytes from global src (contiguous) to the padded shared raw area.
 // aligned4: src is 4-byte aligned (then whole words move, coalesced).
-template <class B> __device__ void stage_raw(uint8_t* raw, const uint8_t* __restrict__ src, int nb, bool aligned4) {
+template <class B> __device__ void stage_raw(uint8_t* raw, const uint8_t* WICK_RESTRICT src, int nb, bool aligned4) {
   const int n = nb * B::kBytes;
   if (aligned4) {
     const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src);
@@ -96,7 +96,7 @@ template <class B> __device__ void stage_raw(uint8_t* raw, const uint8_t* __rest
 
 // Writes the n stage elements (GGUF block i's element j at stage[i * S + j]) to out[0, n) as
 // Out: consecutive threads write consecutive 32-bit words (two elements of a 16-bit type).
-template <int E, int S, class Out> __device__ void store_stage(Out* __restrict__ out, const float* stage, int n) {
+template <int E, int S, class Out> __device__ void store_stage(Out* WICK_RESTRICT out, const float* stage, int n) {
   if constexpr (sizeof(Out) == 2) {  // E is even, so a pair never straddles two blocks
     uint32_t* o32 = reinterpret_cast<uint32_t*>(out);
     for (int p = threadIdx.x; p < n / 2; p += blockDim.x) {
@@ -111,7 +111,8 @@ template <int E, int S, class Out> __device__ void store_stage(Out* __restrict__
 // out[g * E ..] = the decoded block g of in, for g in [0, n_blocks). out 4-byte aligned.
 template <GGMLType kT, class Out>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
-    dequant_kernel(const uint8_t* __restrict__ in, Out* __restrict__ out, int64_t n_blocks, bool aligned4) {
+    dequant_kernel(const uint8_t* WICK_RESTRICT in, Out* WICK_RESTRICT out, int64_t n_blocks, bool aligned4) {
+  kernel_entry();
   using B = QB<kT>;
   __shared__ float stage[B::kGroup * B::kStride];
   __shared__ uint32_t raw32[B::kRawWords];
@@ -147,7 +148,7 @@ __device__ __forceinline__ float mxfp4_value_nt(uint32_t q) {
 }
 
 // Elements o .. o + 7 (o % 8 == 0) of the block at b.
-template <GGMLType kT> __device__ __forceinline__ void decode8(const uint8_t* __restrict__ b, int o, float* v) {
+template <GGMLType kT> __device__ __forceinline__ void decode8(const uint8_t* WICK_RESTRICT b, int o, float* v) {
   using namespace quant::detail;
   if constexpr (kT == GGMLType::Q4_0 || kT == GGMLType::MXFP4) {  // nibbles: low j, high j + 16
     const bool mx = kT == GGMLType::MXFP4;
@@ -197,7 +198,7 @@ template <GGMLType kT> __device__ __forceinline__ void decode8(const uint8_t* __
   }
 }
 
-template <class Out> __device__ __forceinline__ void store8(Out* __restrict__ out, const float* v) {
+template <class Out> __device__ __forceinline__ void store8(Out* WICK_RESTRICT out, const float* v) {
   if constexpr (sizeof(Out) == 2) {
     uint32_t w[4];
 #pragma unroll
@@ -213,7 +214,8 @@ template <class Out> __device__ __forceinline__ void store8(Out* __restrict__ ou
 // out (16-byte aligned) [8 t .. 8 t + 8) for every t < n8 (elements / 8).
 template <GGMLType kT, class Out>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
-    dequant8_kernel(const uint8_t* __restrict__ in, Out* __restrict__ out, int64_t n8) {
+    dequant8_kernel(const uint8_t* WICK_RESTRICT in, Out* WICK_RESTRICT out, int64_t n8) {
+  kernel_entry();
   using B = QB<kT>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n8; t += step) {
@@ -228,8 +230,9 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
 // g % bpr of that row. An id outside [0, rows) leaves zeros and records the smallest such r.
 template <GGMLType kT, class Out, class I>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
-    embed_kernel(const uint8_t* __restrict__ table, int64_t rows, int64_t bpr, const I* __restrict__ ids,
-                 int64_t ids_stride, int64_t n_ids, Out* __restrict__ out, unsigned long long* first_bad) {
+    embed_kernel(const uint8_t* WICK_RESTRICT table, int64_t rows, int64_t bpr, const I* WICK_RESTRICT ids,
+                 int64_t ids_stride, int64_t n_ids, Out* WICK_RESTRICT out, unsigned long long* first_bad) {
+  kernel_entry();
   using B = QB<kT>;
   __shared__ float stage[B::kGroup * B::kStride];
   const int64_t n_blocks = n_ids * bpr;
@@ -264,7 +267,8 @@ template <GGMLType kT> __device__ void encode_block(const float* x, uint8_t* out
 
 template <GGMLType kT, class T>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQuantBlock)
-    quantize_kernel(const T* __restrict__ x, uint8_t* __restrict__ out, int64_t n_blocks, bool aligned4) {
+    quantize_kernel(const T* WICK_RESTRICT x, uint8_t* WICK_RESTRICT out, int64_t n_blocks, bool aligned4) {
+  kernel_entry();
   using B = QB<kT>;
   static_assert(B::kRawStride == B::kBytes, "the activation blocks need no raw padding");
   __shared__ float stage[B::kGroup * B::kStride];
@@ -307,13 +311,12 @@ template <class Out> void dequant_launch(gpuStream_t s, GGMLType t, const uint8_
     if constexpr (kHasDecode8<kT>) {
       if ((reinterpret_cast<uintptr_t>(out) & 15u) == 0) {
         const int64_t n8 = n_blocks * QB<kT>::kElems / 8;
-        dequant8_kernel<kT, Out><<<grid_for(n8, tune::kQuantBlock), tune::kQuantBlock, 0, s>>>(in, out, n8);
+        launch_kernel(dequant8_kernel<kT, Out>, grid_for(n8, tune::kQuantBlock), tune::kQuantBlock, 0, s, in, out, n8);
         check_launch("dequantize");
         return;
       }
     }
-    dequant_kernel<kT, Out>
-        <<<rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s>>>(in, out, n_blocks, is_aligned4(in));
+    launch_kernel(dequant_kernel<kT, Out>, rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s, in, out, n_blocks, is_aligned4(in));
     check_launch("dequantize");
   });
 }
@@ -381,8 +384,7 @@ StoragePtr GpuStorage::qembedding(const QuantDims& q, const Storage& ids_s, cons
       using Out = decltype(otag);
       dispatch_qtype(q.type, "embedding", [&](auto tc) {
         constexpr GGMLType kT = decltype(tc)::value;
-        embed_kernel<kT, Out, I><<<rounds_grid(n_ids * bpr, QB<kT>::kGroup), tune::kQuantBlock, 0, s>>>(
-            ptr<uint8_t>(), int64_t(q.rows), bpr, id, ids_stride, n_ids, out->template ptr<Out>(), bad);
+        launch_kernel(embed_kernel<kT, Out, I>, rounds_grid(n_ids * bpr, QB<kT>::kGroup), tune::kQuantBlock, 0, s, ptr<uint8_t>(), int64_t(q.rows), bpr, id, ids_stride, n_ids, out->template ptr<Out>(), bad);
         check_launch("embedding");
       });
     });
@@ -419,8 +421,7 @@ StoragePtr GpuStorage::quantize(const Layout& l, const QuantDims& q) const {
     const T* x = ptr<T>() + l.offset;
     auto go = [&](auto tc) {
       constexpr GGMLType kT = decltype(tc)::value;
-      quantize_kernel<kT, T><<<rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s>>>(
-          x, out->template ptr<uint8_t>(), n_blocks, is_aligned4(out->data()));
+      launch_kernel(quantize_kernel<kT, T>, rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s, x, out->template ptr<uint8_t>(), n_blocks, is_aligned4(out->data()));
       check_launch("quantize");
     };
     if (q.type == GGMLType::Q8_0)

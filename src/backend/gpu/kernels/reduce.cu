@@ -99,7 +99,7 @@ template <class Op> __device__ typename Op::Acc group_combine(const Op& op, type
 // unaligned head and tail and 16-byte vectors lane, lane + g, ... of the aligned body, in
 // increasing index order (ties keep the first index).
 template <class Op, class T>
-__device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, const T* __restrict__ p, int64_t lo,
+__device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, const T* WICK_RESTRICT p, int64_t lo,
                                             int64_t hi, int lane, int g) {
   constexpr int V = vec_width<T>(), U = tune::kReduceUnroll;
   int64_t head = int64_t(((16u - (reinterpret_cast<uintptr_t>(p + lo) & 15u)) & 15u) / sizeof(T));
@@ -147,9 +147,10 @@ __device__ __forceinline__ void fold_contig(const Op& op, typename Op::Acc& a, c
 // blockIdx.y of the reduced range. part (when split): part[o * gridDim.y + chunk].
 template <class Op, class T, bool kContig>
 __global__ void WICK_LAUNCH_BOUNDS(kRB)
-    reduce_rows_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out,
-                       typename Op::Acc* __restrict__ part, int64_t n_out, int64_t n_red, int64_t chunk, int g,
+    reduce_rows_kernel(const T* WICK_RESTRICT in, typename Op::Out* WICK_RESTRICT out,
+                       typename Op::Acc* WICK_RESTRICT part, int64_t n_out, int64_t n_red, int64_t chunk, int g,
                        StridedDesc<1> kd, StridedDesc<1> rd, Op op) {
+  kernel_entry();
   using Acc = typename Op::Acc;
   const int lane = int(threadIdx.x) % g;
   const int64_t per_block = kRB / g;
@@ -178,9 +179,10 @@ __global__ void WICK_LAUNCH_BOUNDS(kRB)
 // ... of its chunk; the block's ry thread rows are then combined in shared memory.
 template <class Op, class T, int V>
 __global__ void WICK_LAUNCH_BOUNDS(kRB)
-    reduce_cols_kernel(const T* __restrict__ in, typename Op::Out* __restrict__ out,
-                       typename Op::Acc* __restrict__ part, int64_t n_out, int64_t n_red, int64_t chunk, int cx,
+    reduce_cols_kernel(const T* WICK_RESTRICT in, typename Op::Out* WICK_RESTRICT out,
+                       typename Op::Acc* WICK_RESTRICT part, int64_t n_out, int64_t n_red, int64_t chunk, int cx,
                        StridedDesc<1> kd, StridedDesc<1> rd, Op op) {
+  kernel_entry();
   using Acc = typename Op::Acc;
   constexpr int U = tune::kReduceUnroll;
   __shared__ uint64_t raw[(kRB * V * sizeof(Acc) + 7) / 8];
@@ -249,8 +251,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kRB)
 // Combines each output's nsplit partials (part[o * nsplit + s]) with g threads per output.
 template <class Op>
 __global__ void WICK_LAUNCH_BOUNDS(kRB)
-    reduce_finish_kernel(const typename Op::Acc* __restrict__ part, typename Op::Out* __restrict__ out, int64_t n_out,
+    reduce_finish_kernel(const typename Op::Acc* WICK_RESTRICT part, typename Op::Out* WICK_RESTRICT out, int64_t n_out,
                          int64_t nsplit, int g, Op op) {
+  kernel_entry();
   using Acc = typename Op::Acc;
   const int lane = int(threadIdx.x) % g;
   const int64_t per_block = kRB / g;
@@ -320,9 +323,9 @@ void run_reduce(gpuStream_t s, int ordinal, const Op& op, const T* in, typename 
     alloc_part(blocks, int64_t(ry) * tune::kReduceColRows, 1);
     dim3 grid(grid_x(blocks), unsigned(nsplit));
     if (vec) {
-      if constexpr (Vc > 1) reduce_cols_kernel<Op, T, Vc><<<grid, kRB, 0, s>>>(in, out, part, n_out, n_red, chunk, cx, kd, rd, op);
+      if constexpr (Vc > 1) launch_kernel(reduce_cols_kernel<Op, T, Vc>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, cx, kd, rd, op);
     } else {
-      reduce_cols_kernel<Op, T, 1><<<grid, kRB, 0, s>>>(in, out, part, n_out, n_red, chunk, cx, kd, rd, op);
+      launch_kernel(reduce_cols_kernel<Op, T, 1>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, cx, kd, rd, op);
     }
   } else {
     const int V = contig ? vec_width<T>() : 1;
@@ -330,13 +333,13 @@ void run_reduce(gpuStream_t s, int ordinal, const Op& op, const T* in, typename 
     const int64_t blocks = ceil_div(n_out, kRB / g);
     if (g == kRB) alloc_part(blocks, int64_t(kRB) * V * tune::kReduceRowVecs, V);
     dim3 grid(grid_x(blocks), unsigned(nsplit));
-    if (contig) reduce_rows_kernel<Op, T, true><<<grid, kRB, 0, s>>>(in, out, part, n_out, n_red, chunk, g, kd, rd, op);
-    else reduce_rows_kernel<Op, T, false><<<grid, kRB, 0, s>>>(in, out, part, n_out, n_red, chunk, g, kd, rd, op);
+    if (contig) launch_kernel(reduce_rows_kernel<Op, T, true>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, g, kd, rd, op);
+    else launch_kernel(reduce_rows_kernel<Op, T, false>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, g, kd, rd, op);
   }
   check_launch("reduce");
   if (part) {
     const int g = pow2_at_least(ceil_div(nsplit, 4), kRB);
-    reduce_finish_kernel<Op><<<grid_x(ceil_div(n_out, kRB / g)), kRB, 0, s>>>(part, out, n_out, nsplit, g, op);
+    launch_kernel(reduce_finish_kernel<Op>, grid_x(ceil_div(n_out, kRB / g)), kRB, 0, s, part, out, n_out, nsplit, g, op);
     check_launch("reduce_finish");
   }
 }

@@ -36,8 +36,9 @@ constexpr int kScanChunk = kBlock * kScanItems;
 // + c % n_inner + k * n_inner.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    cumsum_lines_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n, int64_t n_inner,
+    cumsum_lines_kernel(const T* WICK_RESTRICT in, T* WICK_RESTRICT out, int64_t n_lines, int64_t n, int64_t n_inner,
                         int64_t sd, StridedDesc<1> ld) {
+  kernel_entry();
   using Acc = typename SumAcc<T>::Acc;
   const SumAcc<T> op;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
@@ -56,8 +57,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 // One block (kBlock threads) per line.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    cumsum_block_kernel(const T* __restrict__ in, T* __restrict__ out, int64_t n_lines, int64_t n, int64_t n_inner,
+    cumsum_block_kernel(const T* WICK_RESTRICT in, T* WICK_RESTRICT out, int64_t n_lines, int64_t n, int64_t n_inner,
                         int64_t sd, StridedDesc<1> ld) {
+  kernel_entry();
   using Acc = typename SumAcc<T>::Acc;
   const SumAcc<T> op;
   __shared__ Acc buf[kScanChunk];
@@ -158,8 +160,9 @@ constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and ind
 // keys, when keys_out is set) to row * n + position.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    sort_tiles_kernel(const T* __restrict__ in, StridedDesc<1> rows, int64_t n_rows, int64_t n, int64_t s, int P,
-                      bool ascending, sort_key_t<T>* __restrict__ keys_out, uint32_t* __restrict__ idx_out) {
+    sort_tiles_kernel(const T* WICK_RESTRICT in, StridedDesc<1> rows, int64_t n_rows, int64_t n, int64_t s, int P,
+                      bool ascending, sort_key_t<T>* WICK_RESTRICT keys_out, uint32_t* WICK_RESTRICT idx_out) {
+  kernel_entry();
   using K = sort_key_t<T>;
   __shared__ K sk[kSortTile];
   __shared__ uint32_t si[kSortTile];
@@ -217,8 +220,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 // pairs in the other run.
 template <class K>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
-    merge_pass_kernel(const K* __restrict__ kin, const uint32_t* __restrict__ iin, K* __restrict__ kout,
-                      uint32_t* __restrict__ iout, int64_t total, int64_t n, int64_t w) {
+    merge_pass_kernel(const K* WICK_RESTRICT kin, const uint32_t* WICK_RESTRICT iin, K* WICK_RESTRICT kout,
+                      uint32_t* WICK_RESTRICT iout, int64_t total, int64_t n, int64_t w) {
+  kernel_entry();
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
     const int64_t row = e / n, p = e - row * n;
@@ -271,10 +275,10 @@ StoragePtr GpuStorage::cumsum(const Layout& l, size_t dim) const {
     using T = decltype(tag);
     const bool by_block = n >= kBlock && (n_inner == 1 || n_lines < 4096);
     if (by_block)
-      cumsum_block_kernel<T><<<grid_for(n_lines, 1), kBlock, 0, stream()>>>(ptr<T>(), out->ptr<T>(), n_lines, n,
+      launch_kernel(cumsum_block_kernel<T>, grid_for(n_lines, 1), kBlock, 0, stream(), ptr<T>(), out->ptr<T>(), n_lines, n,
                                                                              n_inner, sd, ld);
     else
-      cumsum_lines_kernel<T><<<grid_for(n_lines), kBlock, 0, stream()>>>(ptr<T>(), out->ptr<T>(), n_lines, n,
+      launch_kernel(cumsum_lines_kernel<T>, grid_for(n_lines), kBlock, 0, stream(), ptr<T>(), out->ptr<T>(), n_lines, n,
                                                                          n_inner, sd, ld);
     check_launch("cumsum");
   });
@@ -310,7 +314,7 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     const int64_t n_tiles = n_rows * ceil_div(n, P);
     const unsigned grid = grid_for(ceil_div(n_tiles, kSortTile / P), 1);
     if (n <= kSortTile) {
-      sort_tiles_kernel<T><<<grid, kBlock, 0, st>>>(ptr<T>(), rd, n_rows, n, s, P, ascending, nullptr, o_ptr);
+      launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, nullptr, o_ptr);
       check_launch("arg_sort");
       return;
     }
@@ -322,12 +326,12 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     for (int64_t w = kSortTile; w < n; w *= 2) ++passes;
     uint32_t* i_buf[2] = {static_cast<uint32_t*>(idx.b.ptr), o_ptr};
     int cur = passes % 2 == 0 ? 1 : 0;
-    sort_tiles_kernel<T><<<grid, kBlock, 0, st>>>(ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur], i_buf[cur]);
+    launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur], i_buf[cur]);
     check_launch("arg_sort");
     int pass = 0;
     for (int64_t w = kSortTile; w < n; w *= 2, ++pass) {
       K* kout = pass + 1 == passes ? nullptr : k_buf[cur ^ 1];
-      merge_pass_kernel<K><<<grid_for(total), kBlock, 0, st>>>(k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1], total,
+      launch_kernel(merge_pass_kernel<K>, grid_for(total), kBlock, 0, st, k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1], total,
                                                                n, w);
       check_launch("arg_sort_merge");
       cur ^= 1;
