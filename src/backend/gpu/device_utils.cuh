@@ -142,6 +142,29 @@ template <class T, class Op> __device__ __forceinline__ T warp_reduce(T v, Op op
   return v;
 }
 
+// The block's sums of acc[r][i] (the matrix-vector kernels: R weight rows by M rows of x per block):
+// each warp's sum, then the warps' in warp order. Thread t < R * M gets entry t (r = t / M, i = t % M)
+// in *sum and true; the other threads false. Every thread of the block must call it.
+template <int R, int M> __device__ __forceinline__ bool block_sum(const float (&acc)[R][M], float* sum) {
+  __shared__ float part[kMaxWarpsPerBlock][R * M];
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  const int n_warps = int(blockDim.x) / kWarpSize;
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float v = warp_reduce(acc[r][i], [](float a, float b) { return a + b; });
+      if (lane == 0) part[warp][r * M + i] = v;
+    }
+  __syncthreads();
+  const int t = int(threadIdx.x);
+  if (t >= R * M) return false;
+  float s = 0.0f;
+  for (int q = 0; q < n_warps; ++q) s += part[q][t];
+  *sum = s;
+  return true;
+}
+
 // A layout by value, after merging dims that are contiguous with each other in every
 // operand. Up to kMaxDims dims; larger ranks are split by the host into several launches.
 constexpr int kMaxDims = 8;

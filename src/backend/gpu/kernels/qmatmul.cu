@@ -98,22 +98,9 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
       }
     }
   }
-  __shared__ float part[kMaxWarpsPerBlock][R * M];
-  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
-  const int n_warps = int(blockDim.x) / kWarpSize;
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int i = 0; i < M; ++i) {
-      const float v = warp_reduce(acc[r][i], [](float a, float b) { return a + b; });
-      if (lane == 0) part[warp][r * M + i] = v;
-    }
-  __syncthreads();
-  const int t = int(threadIdx.x);
-  if (t < R * M) {
-    const int r = t / M, i = t % M;
-    float s = 0.0f;
-    for (int k = 0; k < n_warps; ++k) s += part[k][t];
+  float s;
+  if (block_sum<R, M>(acc, &s)) {
+    const int r = int(threadIdx.x) / M, i = int(threadIdx.x) % M;
     if (row0 + r < n && i < m) store_y(y, y_dt, int64_t(i) * n + row0 + r, s);
   }
 }
