@@ -155,6 +155,10 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
     throw Error(ErrorKind::Internal, "qmatvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
                                          std::to_string(tune::kQmvMaxRows));
   if (n == 0 || k == 0) return;
+  // The dot products load whole words of weight blocks, 16 bytes for Q4_K/Q5_K (quant_dot.hpp):
+  // rows are whole blocks, so the weights' start must be 16-byte aligned (storage starts are).
+  if (reinterpret_cast<uintptr_t>(w) % 16 != 0)
+    throw Error(ErrorKind::Internal, "qmatvec: the weights start at a pointer that is not 16-byte aligned");
   const int rows = padded_rows(m);
   const int threads = block_threads ? block_threads : tune::kQmvBlock;
   if (threads % 64 != 0 || threads > tune::kQmvMaxBlock)
