@@ -276,8 +276,8 @@ TEST(NnHand, AddRmsNorm) {
   Tensor w = Tensor::from_vector(std::vector<double>{1, 2}, {2});
   auto [s, y] = x.add_rms_norm(r, w, 0.0);
   EXPECT_TRUE(all_close(s, {3, 4, 2, 5}, 0, 0));
-  EXPECT_TRUE(all_close(y, {3 / std::sqrt(12.5), 8 / std::sqrt(12.5), 2 / std::sqrt(14.5), 10 / std::sqrt(14.5)},
-                        1e-15, 1e-15));
+  EXPECT_TRUE(all_close(y, {3 / std::sqrt(12.5), 8 / std::sqrt(12.5), 2 / std::sqrt(14.5), 10 / std::sqrt(14.5)}, 1e-15,
+                        1e-15));
   // Its contract: add then rms_norm, bit for bit, in every float dtype, with strided and offset inputs.
   for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64, DType::F8E4M3}) {
     std::vector<float> a(3 * 70), b(3 * 70);

@@ -39,7 +39,8 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
     check_same_dtype(x, *residual, op);
     if (residual->shape() != x.shape())
       throw Error(ErrorKind::Shape, std::string(op) + ": residual must have x's shape, got " + describe(*residual) +
-                                        " for x " + describe(x) + "; broadcast it first (expand), or use add then rms_norm");
+                                        " for x " + describe(x) +
+                                        "; broadcast it first (expand), or use add then rms_norm");
   }
   check_norm_param(w, x, op, "weight");
   check_norm_param(b, x, op, "bias");

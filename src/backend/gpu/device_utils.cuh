@@ -145,7 +145,8 @@ template <class T, class Op> __device__ __forceinline__ T warp_reduce(T v, Op op
 // The block's sums of acc[r][i] (the matrix-vector kernels: R weight rows by M rows of x per block):
 // each warp's sum, then the warps' in warp order. Thread t < R * M gets entry t (r = t / M, i = t % M)
 // in *sum and true; the other threads false. Every thread of the block must call it.
-template <int R, int M> __device__ __forceinline__ bool block_sum(const float (&acc)[R][M], float* sum) {
+template <int R, int M>
+__device__ __forceinline__ bool block_sum(const float (&acc)[R][M], float* sum) {
   __shared__ float part[kMaxWarpsPerBlock][R * M];
   const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
   const int n_warps = int(blockDim.x) / kWarpSize;
@@ -355,7 +356,9 @@ void launch_map_desc(std::index_sequence<K...> ks, gpuStream_t s, Out* out, int6
       const int64_t nv = n / V, done = nv * V;
       void (*vk)(Out*, int64_t, F, const In*...) = map_vec_kernel<V, Out, F, In...>;
       if (nv > 0) launch_kernel(vk, grid_for(nv), kBlock, 0, s, out, nv, f, (in + d.offsets[K])...);
-      if (done < n) launch_kernel(map_contig_kernel<Out, F, In...>, 1, kBlock, 0, s, out + done, n - done, f, (in + d.offsets[K] + done)...);
+      if (done < n)
+        launch_kernel(map_contig_kernel<Out, F, In...>, 1, kBlock, 0, s, out + done, n - done, f,
+                      (in + d.offsets[K] + done)...);
       return;
     }
   }
@@ -543,10 +546,12 @@ bool launch_map_tile(gpuStream_t s, Out* out, F f, const StridedDesc<2>& d, cons
   if (!tile_plan<2>(d, &p, &ka)) return false;
   if (p == 0) {
     const TileDesc<2> td = make_tile_desc<2>(d, ka, tile_side<Out, A>());
-    launch_kernel(map_tile_kernel<0, Out, F, A, B>, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a, b);
+    launch_kernel(map_tile_kernel<0, Out, F, A, B>, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a,
+                  b);
   } else {
     const TileDesc<2> td = make_tile_desc<2>(d, ka, tile_side<Out, B>());
-    launch_kernel(map_tile_kernel<1, Out, F, A, B>, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a, b);
+    launch_kernel(map_tile_kernel<1, Out, F, A, B>, tile_grid(td.n_tiles), tune::kTransposeBlock, 0, s, out, f, td, a,
+                  b);
   }
   return true;
 }

@@ -208,9 +208,11 @@ void run_attention(const GpuStorage& self, const Operand& q, const Operand& k, c
         }
         const unsigned grid = unsigned(nb * rc);
         if (vec)
-          launch_kernel(softmax_rows_kernel<A, T, V>, grid, kRowBlock, 0, self.stream(), S, P, rc, keys, r0, shift, a.causal);
+          launch_kernel(softmax_rows_kernel<A, T, V>, grid, kRowBlock, 0, self.stream(), S, P, rc, keys, r0, shift,
+                        a.causal);
         else
-          launch_kernel(softmax_rows_kernel<A, T, 1>, grid, kRowBlock, 0, self.stream(), S, P, rc, keys, r0, shift, a.causal);
+          launch_kernel(softmax_rows_kernel<A, T, 1>, grid, kRowBlock, 0, self.stream(), S, P, rc, keys, r0, shift,
+                        a.causal);
         check_launch("attention(softmax)");
         blas_gemm_rm(ctx, dt, dt, false, false, int(rc), int(dv), int(keys), 1.0, P, int(keys), rc * keys, vp,
                      int(v.st), v_bs, op, int(dv), o_bs, int(nb));

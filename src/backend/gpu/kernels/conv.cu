@@ -147,10 +147,11 @@ StoragePtr run_conv(const GpuStorage& in, View4 xv, const Storage& kernel, View4
   dispatch_dtype(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (transposed)
-      launch_kernel(conv_transpose2d_kernel<T>, grid_for(n), kBlock, 0, in.stream(), out->ptr<T>(), n, g, in.ptr<T>(), xv,
-                                                                       k.ptr<T>(), wv);
+      launch_kernel(conv_transpose2d_kernel<T>, grid_for(n), kBlock, 0, in.stream(), out->ptr<T>(), n, g, in.ptr<T>(),
+                    xv, k.ptr<T>(), wv);
     else
-      launch_kernel(conv2d_kernel<T>, grid_for(n), kBlock, 0, in.stream(), out->ptr<T>(), n, g, in.ptr<T>(), xv, k.ptr<T>(), wv);
+      launch_kernel(conv2d_kernel<T>, grid_for(n), kBlock, 0, in.stream(), out->ptr<T>(), n, g, in.ptr<T>(), xv,
+                    k.ptr<T>(), wv);
     check_launch(op);
   });
   return out;

@@ -131,8 +131,9 @@ void GpuStorage::copy_strided_at(const Layout& src_l, Storage& dst_s, const Layo
   auto copy_as = [&](auto tag) {  // a copy moves bits: one kernel per element size
     using T = decltype(tag);
     for_each_desc<2>(src_l.shape, {&dst_l, &src_l}, 0, [&](const StridedDesc<2>& d, int64_t, int64_t n) {
-      launch_kernel(copy_at_kernel<T>, grid_for(n), kBlock, 0, stream(), static_cast<T*>(dst.data()), static_cast<const T*>(data()), n, d, start.data(), start.dtype(),
-          int64_t(start_offset), row_stride, int64_t(max_start));
+      launch_kernel(copy_at_kernel<T>, grid_for(n), kBlock, 0, stream(), static_cast<T*>(dst.data()),
+                    static_cast<const T*>(data()), n, d, start.data(), start.dtype(), int64_t(start_offset), row_stride,
+                    int64_t(max_start));
       check_launch("slice_set");
     });
   };
@@ -202,7 +203,8 @@ template <bool kNormal> static StoragePtr fill_random(int ordinal, size_t numel,
   if (numel == 0) return s;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(rand_kernel<T, kNormal>, grid_for(int64_t(numel)), kBlock, 0, s->stream(), s->ptr<T>(), int64_t(numel), seed, a, b);
+    launch_kernel(rand_kernel<T, kNormal>, grid_for(int64_t(numel)), kBlock, 0, s->stream(), s->ptr<T>(),
+                  int64_t(numel), seed, a, b);
     check_launch("rand");
   });
   return s;

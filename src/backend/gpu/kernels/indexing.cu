@@ -50,7 +50,8 @@ void validate_ids(const GpuStorage& self, const I* ids, const Layout& ids_l, siz
   auto* first = static_cast<unsigned long long*>(first_buf.b.ptr);
   check(gpuMemsetAsync(first, 0xff, sizeof(unsigned long long), s), "MemsetAsync");
   for_each_desc<1>(l.shape, {&l}, 0, [&](const StridedDesc<1>& d, int64_t base, int64_t n) {
-    launch_kernel(validate_kernel<I>, grid_for(n), kBlock, 0, s, ids, n, d, base, uint64_t(limit), ctx.error_flag, first);
+    launch_kernel(validate_kernel<I>, grid_for(n), kBlock, 0, s, ids, n, d, base, uint64_t(limit), ctx.error_flag,
+                  first);
     check_launch("validate ids");
   });
   unsigned long long pos = ~0ull;
@@ -173,7 +174,8 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
   for_each_desc<3>(a.shape, {&a, &b, &c}, 0, [&](const StridedDesc<3>& d, int64_t, int64_t lines) {
     if (shared_dst) {
       // the CPU sweeps rows (k outside) when the innermost merged run of lines is >= 16 long
-      launch_kernel(scatter_serial_kernel<kAdd, T, I>, 1, kSerialBlock, 0, s, dst, lines, d, ids, src, w, d.dims[d.rank - 1] >= 16);
+      launch_kernel(scatter_serial_kernel<kAdd, T, I>, 1, kSerialBlock, 0, s, dst, lines, d, ids, src, w,
+                    d.dims[d.rank - 1] >= 16);
     } else {
       launch_kernel(scatter_lines_kernel<kAdd, T, I>, grid_for(lines), kBlock, 0, s, dst, lines, d, ids, src, w);
     }
@@ -189,8 +191,8 @@ void scatter_launch(gpuStream_t s, T* dst, const Layout& dst_l, const I* ids, co
 template <class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
     index_add_sorted_kernel(T* WICK_RESTRICT dst, int64_t lines, StridedDesc<2> d, const I* WICK_RESTRICT ids,
-                            int64_t ids_s, const uint32_t* WICK_RESTRICT perm, int64_t n_ids, const T* WICK_RESTRICT src,
-                            int64_t src_ds, int64_t dim_stride) {
+                            int64_t ids_s, const uint32_t* WICK_RESTRICT perm, int64_t n_ids,
+                            const T* WICK_RESTRICT src, int64_t src_ds, int64_t dim_stride) {
   kernel_entry();
   const int64_t n = n_ids * lines, step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += step) {
@@ -299,8 +301,9 @@ StoragePtr GpuStorage::index_add(const Layout& l, const Storage& ids_s, const La
       const int64_t ids_s = ids_l.strides[0];
       dispatch_dtype(dtype_, [&](auto tag) {
         using T = decltype(tag);
-        launch_kernel(index_add_sorted_kernel<T, I>, grid_for(n_ids * lines), kBlock, 0, stream(), out->ptr<T>(), lines, d, ids.ptr<I>() + ids_l.offset, ids_s, as_gpu(*perm).ptr<uint32_t>(), n_ids,
-            src.ptr<T>(), src_l.strides[dim], out_l.strides[dim]);
+        launch_kernel(index_add_sorted_kernel<T, I>, grid_for(n_ids * lines), kBlock, 0, stream(), out->ptr<T>(), lines,
+                      d, ids.ptr<I>() + ids_l.offset, ids_s, as_gpu(*perm).ptr<uint32_t>(), n_ids, src.ptr<T>(),
+                      src_l.strides[dim], out_l.strides[dim]);
         check_launch("index_add");
       });
       return;

@@ -129,8 +129,8 @@ constexpr int kTile = 16;
 template <class T, class Acc>
 __global__ void WICK_LAUNCH_BOUNDS(kTile* kTile)
     int_matmul_kernel(const T* WICK_RESTRICT a, int64_t a_rs, int64_t a_cs, int64_t a_bs, const T* WICK_RESTRICT b,
-                      int64_t b_rs, int64_t b_cs, int64_t b_bs, T* WICK_RESTRICT out, int64_t o_bs, int64_t m, int64_t n,
-                      int64_t k, int64_t batch) {
+                      int64_t b_rs, int64_t b_cs, int64_t b_bs, T* WICK_RESTRICT out, int64_t o_bs, int64_t m,
+                      int64_t n, int64_t k, int64_t batch) {
   kernel_entry();
   __shared__ Acc as[kTile][kTile + 1];
   __shared__ Acc bs[kTile][kTile + 1];
@@ -170,7 +170,8 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
                      [&](int64_t oa, int64_t ob, int64_t oo, int64_t count, int64_t sa, int64_t sb, int64_t so) {
                        const dim3 grid(unsigned(tiles_n), unsigned(std::min<int64_t>(tiles_m, 65535)),
                                        unsigned(std::min<int64_t>(count, 65535)));
-                       launch_kernel(int_matmul_kernel<T, Acc>, grid, kTile * kTile, 0, s, a + oa, ab.rs, ab.cs, sa, b + ob, bb.rs, bb.cs, sb, out + oo, so, m, n, k, count);
+                       launch_kernel(int_matmul_kernel<T, Acc>, grid, kTile * kTile, 0, s, a + oa, ab.rs, ab.cs, sa,
+                                     b + ob, bb.rs, bb.cs, sb, out + oo, so, m, n, k, count);
                        check_launch("matmul(int)");
                      });
 }
@@ -205,7 +206,7 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kMvBlock)
 #pragma unroll
       for (int r = 0; r < R; ++r)
         if (v0 + j * step < vecs) wv[j][r] = reinterpret_cast<const VecOf<T, V>*>(wr[r])[v0 + j * step];
-    // Guards, not breaks: clang 17 (ROCm 5.7) refuses to unroll a loop that breaks.
+          // Guards, not breaks: clang 17 (ROCm 5.7) refuses to unroll a loop that breaks.
 #pragma unroll
     for (int j = 0; j < U; ++j) {
       if (v0 + j * step < vecs) {

@@ -236,9 +236,9 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 // the variance is a second pass around the mean over the registers.
 template <class T, int V, int E>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
-    norm_rows_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b, T* WICK_RESTRICT out,
-                     const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int n_cols, int g,
-                     compute_t<T> inv_n, double eps, bool rms) {
+    norm_rows_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b,
+                     T* WICK_RESTRICT out, const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int n_cols,
+                     int g, compute_t<T> inv_n, double eps, bool rms) {
   kernel_entry();
   using C = compute_t<T>;
   constexpr int K = E / V;
@@ -300,9 +300,9 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
-    norm_long_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b, T* WICK_RESTRICT out,
-                     const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int64_t n, compute_t<T> inv_n,
-                     double eps, bool rms) {
+    norm_long_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b,
+                     T* WICK_RESTRICT out, const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int64_t n,
+                     compute_t<T> inv_n, double eps, bool rms) {
   kernel_entry();
   using C = compute_t<T>;
   __shared__ C red[2][kMaxWarpsPerBlock];
@@ -454,7 +454,8 @@ StoragePtr GpuStorage::softmax_last_dim(const Layout& l, bool log) const {
     } else {
       const unsigned grid = row_grid(rows, p);
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
-        launch_kernel(softmax_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, o, rows, int(n), p.g, log);
+        launch_kernel(softmax_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, o,
+                      rows, int(n), p.g, log);
       });
     }
     check_launch(op);
@@ -487,10 +488,12 @@ StoragePtr GpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
     const RowPlan p = plan_rows<T>(n, vec);
     const unsigned grid = row_grid(rows, p);
     if (p.e == 0) {
-      launch_kernel(norm_long_kernel<T>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, n, inv_n, a.eps, a.rms);
+      launch_kernel(norm_long_kernel<T>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, n, inv_n, a.eps,
+                    a.rms);
     } else {
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
-        launch_kernel(norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, int(n), p.g, inv_n, a.eps, a.rms);
+        launch_kernel(norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, w, b,
+                      o, res, sum, rows, int(n), p.g, inv_n, a.eps, a.rms);
       });
     }
     check_launch(op);
@@ -515,9 +518,11 @@ StoragePtr GpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, c
     const size_t table = (dm.per_batch ? dm.b : 1) * dm.t * half;
     const unsigned grid = grid_for(int64_t(npairs), tune::kNnRopeBlock);
     if (numel < (size_t(1) << 31) && table < (size_t(1) << 31)) {
-      launch_kernel(rope_kernel<T, uint32_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint32_t(npairs), uint32_t(half), uint32_t(dm.h), uint32_t(dm.t), k, dm.per_batch);
+      launch_kernel(rope_kernel<T, uint32_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint32_t(npairs),
+                    uint32_t(half), uint32_t(dm.h), uint32_t(dm.t), k, dm.per_batch);
     } else {
-      launch_kernel(rope_kernel<T, uint64_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint64_t(npairs), uint64_t(half), uint64_t(dm.h), uint64_t(dm.t), k, dm.per_batch);
+      launch_kernel(rope_kernel<T, uint64_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint64_t(npairs),
+                    uint64_t(half), uint64_t(dm.h), uint64_t(dm.t), k, dm.per_batch);
     }
     check_launch(op);
     return out;

@@ -115,13 +115,15 @@ StoragePtr pool(const GpuStorage& s, const Layout& l, size_t kh, size_t kw, size
     using T = decltype(tag);
     if constexpr (kMax) {
       if (n == 0) return;
-      launch_kernel(max_pool_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->template ptr<T>(), n, im, p, s.template ptr<T>());
+      launch_kernel(max_pool_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->template ptr<T>(), n, im, p,
+                    s.template ptr<T>());
       check_launch(op);
     } else if constexpr (!is_float_v<T>) {
       throw Error(ErrorKind::DType, std::string(op) + ": needs a float dtype, got " + dtype_name(s.dtype()));
     } else {
       if (n == 0) return;
-      launch_kernel(avg_pool_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->template ptr<T>(), n, im, p, s.template ptr<T>());
+      launch_kernel(avg_pool_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->template ptr<T>(), n, im, p,
+                    s.template ptr<T>());
       check_launch(op);
     }
   });
@@ -136,7 +138,7 @@ StoragePtr nearest(const GpuStorage& s, const Img& im, size_t ho, size_t wo) {
   dispatch_dtype(s.dtype(), [&](auto tag) {
     using T = decltype(tag);
     launch_kernel(nearest_kernel<T>, grid_for(n), kBlock, 0, s.stream(), out->ptr<T>(), n, im, int64_t(ho), int64_t(wo),
-                                                           s.ptr<T>());
+                  s.ptr<T>());
     check_launch("upsample_nearest");
   });
   return out;

@@ -112,7 +112,8 @@ void launch_qmv_r(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t 
   const bool known = quant::dot::dispatch_dot(t, [&](auto tr) {
     using Tr = decltype(tr);
     const size_t nblk = k / Tr::QK;
-    launch_kernel(qmv_kernel<Tr, M, R>, grid, threads, 0, s, w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n), m, y, y_dt);
+    launch_kernel(qmv_kernel<Tr, M, R>, grid, threads, 0, s, w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n),
+                  m, y, y_dt);
   });
   if (!known)
     throw Error(ErrorKind::Unsupported, std::string("qmatmul: no GPU matrix-vector kernel for ") + ggml_type_name(t) +
@@ -170,8 +171,8 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
   const unsigned qgrid = unsigned((lanes + tune::kQmvQuantBlock - 1) / tune::kQmvQuantBlock);
   auto quantize = [&](auto tag) {
     using T = decltype(tag);
-    launch_kernel(quantize_q8_1_kernel<T>, qgrid, tune::kQmvQuantBlock, 0, s, static_cast<const T*>(x), int64_t(x_offset),
-                                                                   int64_t(x_row_stride), int64_t(m), rows, xb, xq);
+    launch_kernel(quantize_q8_1_kernel<T>, qgrid, tune::kQmvQuantBlock, 0, s, static_cast<const T*>(x),
+                  int64_t(x_offset), int64_t(x_row_stride), int64_t(m), rows, xb, xq);
   };
   int y_dt;
   switch (x_dtype) {

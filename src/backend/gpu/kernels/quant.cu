@@ -76,7 +76,8 @@ template <class F> void dispatch_qtype(GGMLType t, const char* op, F&& f) {
 
 // Copies nb blocks of raw bytes from global src (contiguous) to the padded shared raw area.
 // aligned4: src is 4-byte aligned (then whole words move, coalesced).
-template <class B> __device__ void stage_raw(uint8_t* raw, const uint8_t* WICK_RESTRICT src, int nb, bool aligned4) {
+template <class B>
+__device__ void stage_raw(uint8_t* raw, const uint8_t* WICK_RESTRICT src, int nb, bool aligned4) {
   const int n = nb * B::kBytes;
   if (aligned4) {
     const uint32_t* s32 = reinterpret_cast<const uint32_t*>(src);
@@ -96,7 +97,8 @@ template <class B> __device__ void stage_raw(uint8_t* raw, const uint8_t* WICK_R
 
 // Writes the n stage elements (GGUF block i's element j at stage[i * S + j]) to out[0, n) as
 // Out: consecutive threads write consecutive 32-bit words (two elements of a 16-bit type).
-template <int E, int S, class Out> __device__ void store_stage(Out* WICK_RESTRICT out, const float* stage, int n) {
+template <int E, int S, class Out>
+__device__ void store_stage(Out* WICK_RESTRICT out, const float* stage, int n) {
   if constexpr (sizeof(Out) == 2) {  // E is even, so a pair never straddles two blocks
     uint32_t* o32 = reinterpret_cast<uint32_t*>(out);
     for (int p = threadIdx.x; p < n / 2; p += blockDim.x) {
@@ -148,7 +150,8 @@ __device__ __forceinline__ float mxfp4_value_nt(uint32_t q) {
 }
 
 // Elements o .. o + 7 (o % 8 == 0) of the block at b.
-template <GGMLType kT> __device__ __forceinline__ void decode8(const uint8_t* WICK_RESTRICT b, int o, float* v) {
+template <GGMLType kT>
+__device__ __forceinline__ void decode8(const uint8_t* WICK_RESTRICT b, int o, float* v) {
   using namespace quant::detail;
   if constexpr (kT == GGMLType::Q4_0 || kT == GGMLType::MXFP4) {  // nibbles: low j, high j + 16
     const bool mx = kT == GGMLType::MXFP4;
@@ -198,7 +201,8 @@ template <GGMLType kT> __device__ __forceinline__ void decode8(const uint8_t* WI
   }
 }
 
-template <class Out> __device__ __forceinline__ void store8(Out* WICK_RESTRICT out, const float* v) {
+template <class Out>
+__device__ __forceinline__ void store8(Out* WICK_RESTRICT out, const float* v) {
   if constexpr (sizeof(Out) == 2) {
     uint32_t w[4];
 #pragma unroll
@@ -316,7 +320,8 @@ template <class Out> void dequant_launch(gpuStream_t s, GGMLType t, const uint8_
         return;
       }
     }
-    launch_kernel(dequant_kernel<kT, Out>, rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s, in, out, n_blocks, is_aligned4(in));
+    launch_kernel(dequant_kernel<kT, Out>, rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s, in, out,
+                  n_blocks, is_aligned4(in));
     check_launch("dequantize");
   });
 }
@@ -384,7 +389,8 @@ StoragePtr GpuStorage::qembedding(const QuantDims& q, const Storage& ids_s, cons
       using Out = decltype(otag);
       dispatch_qtype(q.type, "embedding", [&](auto tc) {
         constexpr GGMLType kT = decltype(tc)::value;
-        launch_kernel(embed_kernel<kT, Out, I>, rounds_grid(n_ids * bpr, QB<kT>::kGroup), tune::kQuantBlock, 0, s, ptr<uint8_t>(), int64_t(q.rows), bpr, id, ids_stride, n_ids, out->template ptr<Out>(), bad);
+        launch_kernel(embed_kernel<kT, Out, I>, rounds_grid(n_ids * bpr, QB<kT>::kGroup), tune::kQuantBlock, 0, s,
+                      ptr<uint8_t>(), int64_t(q.rows), bpr, id, ids_stride, n_ids, out->template ptr<Out>(), bad);
         check_launch("embedding");
       });
     });
@@ -421,7 +427,8 @@ StoragePtr GpuStorage::quantize(const Layout& l, const QuantDims& q) const {
     const T* x = ptr<T>() + l.offset;
     auto go = [&](auto tc) {
       constexpr GGMLType kT = decltype(tc)::value;
-      launch_kernel(quantize_kernel<kT, T>, rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s, x, out->template ptr<uint8_t>(), n_blocks, is_aligned4(out->data()));
+      launch_kernel(quantize_kernel<kT, T>, rounds_grid(n_blocks, QB<kT>::kGroup), tune::kQuantBlock, 0, s, x,
+                    out->template ptr<uint8_t>(), n_blocks, is_aligned4(out->data()));
       check_launch("quantize");
     };
     if (q.type == GGMLType::Q8_0)

@@ -323,7 +323,9 @@ void run_reduce(gpuStream_t s, int ordinal, const Op& op, const T* in, typename 
     alloc_part(blocks, int64_t(ry) * tune::kReduceColRows, 1);
     dim3 grid(grid_x(blocks), unsigned(nsplit));
     if (vec) {
-      if constexpr (Vc > 1) launch_kernel(reduce_cols_kernel<Op, T, Vc>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, cx, kd, rd, op);
+      if constexpr (Vc > 1)
+        launch_kernel(reduce_cols_kernel<Op, T, Vc>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, cx, kd, rd,
+                      op);
     } else {
       launch_kernel(reduce_cols_kernel<Op, T, 1>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, cx, kd, rd, op);
     }
@@ -333,13 +335,18 @@ void run_reduce(gpuStream_t s, int ordinal, const Op& op, const T* in, typename 
     const int64_t blocks = ceil_div(n_out, kRB / g);
     if (g == kRB) alloc_part(blocks, int64_t(kRB) * V * tune::kReduceRowVecs, V);
     dim3 grid(grid_x(blocks), unsigned(nsplit));
-    if (contig) launch_kernel(reduce_rows_kernel<Op, T, true>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, g, kd, rd, op);
-    else launch_kernel(reduce_rows_kernel<Op, T, false>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, g, kd, rd, op);
+    if (contig)
+      launch_kernel(reduce_rows_kernel<Op, T, true>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, g, kd, rd,
+                    op);
+    else
+      launch_kernel(reduce_rows_kernel<Op, T, false>, grid, kRB, 0, s, in, out, part, n_out, n_red, chunk, g, kd, rd,
+                    op);
   }
   check_launch("reduce");
   if (part) {
     const int g = pow2_at_least(ceil_div(nsplit, 4), kRB);
-    launch_kernel(reduce_finish_kernel<Op>, grid_x(ceil_div(n_out, kRB / g)), kRB, 0, s, part, out, n_out, nsplit, g, op);
+    launch_kernel(reduce_finish_kernel<Op>, grid_x(ceil_div(n_out, kRB / g)), kRB, 0, s, part, out, n_out, nsplit, g,
+                  op);
     check_launch("reduce_finish");
   }
 }

@@ -275,11 +275,11 @@ StoragePtr GpuStorage::cumsum(const Layout& l, size_t dim) const {
     using T = decltype(tag);
     const bool by_block = n >= kBlock && (n_inner == 1 || n_lines < 4096);
     if (by_block)
-      launch_kernel(cumsum_block_kernel<T>, grid_for(n_lines, 1), kBlock, 0, stream(), ptr<T>(), out->ptr<T>(), n_lines, n,
-                                                                             n_inner, sd, ld);
+      launch_kernel(cumsum_block_kernel<T>, grid_for(n_lines, 1), kBlock, 0, stream(), ptr<T>(), out->ptr<T>(), n_lines,
+                    n, n_inner, sd, ld);
     else
       launch_kernel(cumsum_lines_kernel<T>, grid_for(n_lines), kBlock, 0, stream(), ptr<T>(), out->ptr<T>(), n_lines, n,
-                                                                         n_inner, sd, ld);
+                    n_inner, sd, ld);
     check_launch("cumsum");
   });
   return out;
@@ -314,7 +314,8 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     const int64_t n_tiles = n_rows * ceil_div(n, P);
     const unsigned grid = grid_for(ceil_div(n_tiles, kSortTile / P), 1);
     if (n <= kSortTile) {
-      launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, nullptr, o_ptr);
+      launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, nullptr,
+                    o_ptr);
       check_launch("arg_sort");
       return;
     }
@@ -326,13 +327,14 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     for (int64_t w = kSortTile; w < n; w *= 2) ++passes;
     uint32_t* i_buf[2] = {static_cast<uint32_t*>(idx.b.ptr), o_ptr};
     int cur = passes % 2 == 0 ? 1 : 0;
-    launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur], i_buf[cur]);
+    launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur],
+                  i_buf[cur]);
     check_launch("arg_sort");
     int pass = 0;
     for (int64_t w = kSortTile; w < n; w *= 2, ++pass) {
       K* kout = pass + 1 == passes ? nullptr : k_buf[cur ^ 1];
-      launch_kernel(merge_pass_kernel<K>, grid_for(total), kBlock, 0, st, k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1], total,
-                                                               n, w);
+      launch_kernel(merge_pass_kernel<K>, grid_for(total), kBlock, 0, st, k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1],
+                    total, n, w);
       check_launch("arg_sort_merge");
       cur ^= 1;
     }
