@@ -66,7 +66,9 @@ WICK_HD void ld_8_a1(const uint8_t* p, int& a, int& b) {
   b = ld_a1(p + 4);
 #endif
 }
-WICK_HD float ld_h(const uint8_t* p) { return to_f32(f16::from_bits(uint16_t(ld_u16(p)))); }
+// An f16 scale from its bits (the low 16 of b), and one loaded from block bytes.
+WICK_HD float h_bits(uint32_t b) { return to_f32(f16::from_bits(uint16_t(b & 0xFFFFu))); }
+WICK_HD float ld_h(const uint8_t* p) { return h_bits(ld_u16(p)); }
 
 constexpr int kOnes = 0x01010101;
 constexpr int kNib = 0x0F0F0F0F;
@@ -293,8 +295,7 @@ WICK_HD void qk45_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) 
     h[0] = int(hv.x), h[1] = int(hv.y), h[2] = int(hv.z), h[3] = int(hv.w);
   }
   sw[0] = hd.y, sw[1] = hd.z, sw[2] = hd.w;
-  d = to_f32(f16::from_bits(uint16_t(hd.x & 0xFFFFu)));
-  dmin = to_f32(f16::from_bits(uint16_t(hd.x >> 16)));
+  d = h_bits(hd.x), dmin = h_bits(hd.x >> 16);
 #else
   WICK_QDOT_UNROLL
   for (int i = 0; i < 4; ++i) {
