@@ -18,6 +18,7 @@
 #include "backend/gpu/kernels/qmatvec.hpp"
 #include "backend/gpu/runtime.hpp"
 #include "backend/gpu/tuning.hpp"
+#include "gpu_bench_util.cuh"
 
 using namespace wick;
 using wick::gpu::qmatvec;
@@ -27,84 +28,17 @@ int tune_block() { return wick::gpu::tune::kQmvBlock; }
 
 namespace {
 
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    gpuError_t e_ = (call);                                                               \
-    if (e_ != gpuSuccess) {                                                               \
-      std::fprintf(stderr, "gpu_qmatvec: %s failed: %s\n", #call, gpuGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-// Pseudo-random bytes (a hash of the index); the scale fields are whatever the bytes say, which
-// does not change the speed (no data-dependent branches in the kernels).
-__global__ void fill_bytes(uint8_t* p, size_t n, uint32_t seed) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    p[i] = uint8_t(h);
-  }
-}
 __global__ void fill_x(float* p, size_t n) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     p[i] = float(int(i * 37 % 101) - 50) * 0.02f;
 }
 
-// Holds the stream for ~10 ms (2e7 clocks) so the host queues every timed launch before the GPU
-// runs them: the times are then the GPU's, not the host's launch rate.
-__global__ void spin(long long clocks) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < clocks) {
-  }
-}
-
-// Best time per call (seconds) of f over `iters` calls, best of `reps`, after `warm` calls.
-template <class F>
-double best_time(gpuStream_t s, F&& f, int iters, int reps, int warm) {
-  gpuEvent_t a, b;
-  CHECK(gpuEventCreate(&a));
-  CHECK(gpuEventCreate(&b));
-  for (int i = 0; i < warm; ++i) f(i);
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    spin<<<1, 1, 0, s>>>(20000000ll);
-    CHECK(gpuEventRecord(a, s));
-    for (int i = 0; i < iters; ++i) f(i);
-    CHECK(gpuEventRecord(b, s));
-    CHECK(gpuEventSynchronize(b));
-    float ms = 0;
-    CHECK(gpuEventElapsedTime(&ms, a, b));
-    best = std::min(best, double(ms) * 1e-3 / iters);
-  }
-  CHECK(gpuEventDestroy(a));
-  CHECK(gpuEventDestroy(b));
-  return best;
-}
-
 }  // namespace
 
 int main() {
-  gpuStream_t s;
-  gpuDeviceProp_t prop;
-  CHECK(gpuGetDeviceProperties(&prop, 0));
-  CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
-  const size_t l2 = size_t(prop.l2CacheSize);
-  std::printf("gpu_qmatvec: %s, L2 %.0f MiB\n", prop.name, l2 / 1048576.0);
-
-  // Device copy bandwidth: 1 GiB device-to-device.
-  const size_t cbytes = size_t(1) << 30;
-  void *ca, *cb;
-  CHECK(gpuMalloc(&ca, cbytes));
-  CHECK(gpuMalloc(&cb, cbytes));
-  CHECK(gpuMemsetAsync(ca, 1, cbytes, s));
-  const double tc = best_time(
-      s, [&](int) { CHECK(gpuMemcpyAsync(cb, ca, cbytes, gpuMemcpyDeviceToDevice, s)); }, 5, 5, 2);
-  const double copy_bw = 2.0 * double(cbytes) / tc;
-  std::printf("device copy bandwidth: %.0f GB/s (read + write of 1 GiB)\n", copy_bw / 1e9);
-  CHECK(gpuFree(ca));
-  CHECK(gpuFree(cb));
+  size_t l2 = 0;
+  gpuStream_t s = open_bench("gpu_qmatvec", &l2);
+  const double copy_bw = copy_bandwidth(s);
 
   struct Shape {
     size_t m, k, n;

@@ -133,4 +133,4 @@ endif()
 string(REPLACE ";" "," wick_targets_commas "${WICK_GPU_TARGETS}")
 target_compile_definitions(wick PRIVATE "WICK_GPU_TARGETS_STR=\"${wick_targets_commas}\"")
 message(STATUS "wick: GPU backend ${WICK_GPU} for ${WICK_GPU_TARGETS} (AMD emulation: ${WICK_GPU_EMULATE})")
-include(${PROJECT_SOURCE_DIR}/cmake/gpu_bench.cmake)  # bench/gpu_qmatvec
+include(${PROJECT_SOURCE_DIR}/cmake/gpu_bench.cmake)  # bench/gpu_qmatvec, bench/gpu_matvec

@@ -107,6 +107,7 @@ inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
 // on AMD.
 inline constexpr int kMvMaxRows = 8;
 inline constexpr int kMvBlock = 128;
+inline constexpr int kMvMaxBlock = 256;  // the largest block the benchmark's sweep launches (launch bounds)
 inline constexpr int kMvRows = 2;
 inline constexpr int kMvUnroll = 4;
 

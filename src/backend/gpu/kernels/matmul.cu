@@ -9,6 +9,7 @@
 #include "backend/gpu/blas.hpp"
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/gpu/kernels/matvec.hpp"
 #include "backend/matmul_block.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
@@ -183,7 +184,7 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
 // x in f32. A warp reduction, the warps' partial sums in shared memory, one rounding per output
 // (as the f32-accumulating gemm). Rows of x past m (padded to 1/2/4/8) are never read.
 template <class T, int M, int R>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kMvBlock)
+__global__ void WICK_LAUNCH_BOUNDS(tune::kMvMaxBlock)
     matvec_kernel(const T* WICK_RESTRICT x, int64_t x_ld, int m, const T* WICK_RESTRICT w, int64_t w_ld, int64_t n,
                   int64_t k, T* WICK_RESTRICT y) {
   kernel_entry(block_row(w, R, n, size_t(w_ld) * sizeof(T)), size_t(k) * sizeof(T));
@@ -248,28 +249,65 @@ bool matvec_applies(const MatmulDims& d, DType dt, const void* a, const Layout& 
   return d.k % 8 == 0 && ok(a, la.offset, ab.ld) && ok(b, lb.offset, bb.ld);
 }
 
-template <class T, int M>
-void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
-                     T* y) {
-  constexpr int R = tune::kMvRows;
+template <class T, int M, int R>
+void launch_matvec_r(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
+                     T* y, int threads) {
   const unsigned grid = unsigned((n + R - 1) / R);
-  launch_kernel(matvec_kernel<T, M, R>, grid, tune::kMvBlock, 0, s, x, x_ld, m, w, w_ld, n, k, y);
+  launch_kernel(matvec_kernel<T, M, R>, grid, threads, 0, s, x, x_ld, m, w, w_ld, n, k, y);
   check_launch("matmul(matvec)");
 }
 
+// One row of x may take 1, 2 or 4 weight rows per block (rows_per_block, 0: the tuned choice, as
+// qmatvec's sweep; 8 rows held 32 16-byte vectors and spilled on AMD wave64); more rows keep the tuned count.
+template <class T, int M>
+void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
+                     T* y, int rows_per_block, int threads) {
+  if constexpr (M == 1) {
+    switch (rows_per_block ? rows_per_block : tune::kMvRows) {
+      case 1:
+        return launch_matvec_r<T, 1, 1>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+      case 2:
+        return launch_matvec_r<T, 1, 2>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+      case 4:
+        return launch_matvec_r<T, 1, 4>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+      default:
+        throw Error(ErrorKind::Argument,
+                    "matvec: rows_per_block must be 0, 1, 2 or 4, got " + std::to_string(rows_per_block));
+    }
+  } else {
+    launch_matvec_r<T, M, tune::kMvRows>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+  }
+}
+
 template <class T>
-void launch_matvec(gpuStream_t s, const MatmulDims& d, const T* x, int64_t x_ld, const T* w, int64_t w_ld, T* y) {
-  if (int64_t(d.n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
-    throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(d.n) + " is too large for one GPU launch");
-  const int m = int(d.m);
-  const int64_t n = int64_t(d.n), k = int64_t(d.k);
-  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y);
-  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y);
-  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y);
-  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y);
+void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T* x, int64_t x_ld, const T* w,
+                   int64_t w_ld, T* y, int rows_per_block = 0, int threads = 0) {
+  if ((n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
+    throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
+  const int th = threads ? threads : tune::kMvBlock;
+  if (th % 64 != 0 || th > tune::kMvMaxBlock)
+    throw Error(ErrorKind::Argument, "matvec: block_threads must be 0 or a multiple of 64 up to " +
+                                         std::to_string(tune::kMvMaxBlock) + ", got " + std::to_string(threads));
+  const int m = int(m_rows);
+  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
 }
 
 }  // namespace
+
+void matvec(gpuStream_t s, DType dt, const void* x, int64_t x_ld, size_t m, const void* w, int64_t w_ld, size_t n,
+            size_t k, void* y, int rows_per_block, int block_threads) {
+  if (dt == DType::F16)
+    launch_matvec<f16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const f16*>(x), x_ld,
+                       static_cast<const f16*>(w), w_ld, static_cast<f16*>(y), rows_per_block, block_threads);
+  else if (dt == DType::BF16)
+    launch_matvec<bf16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const bf16*>(x), x_ld,
+                        static_cast<const bf16*>(w), w_ld, static_cast<bf16*>(y), rows_per_block, block_threads);
+  else
+    throw Error(ErrorKind::DType, std::string("matvec: f16 or bf16, got ") + dtype_name(dt));
+}
 
 StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const Layout& lhs_l,
                               const Layout& rhs_l) const {
@@ -298,7 +336,8 @@ StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
       launch_map(stream(), out->ptr<T>(), flat, MatmulCastF<T, float>{}, {&cl}, c->ptr<float>());
     } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
       if (matvec_applies(d, dtype_, data(), lhs_l, ab, rhs.data(), rhs_l, bb)) {
-        launch_matvec<T>(stream(), d, ptr<T>() + lhs_l.offset, ab.ld, rhs.ptr<T>() + rhs_l.offset, bb.ld, out->ptr<T>());
+        launch_matvec<T>(stream(), int64_t(d.m), int64_t(d.n), int64_t(d.k), ptr<T>() + lhs_l.offset, ab.ld,
+                         rhs.ptr<T>() + rhs_l.offset, bb.ld, out->ptr<T>());
       } else {
         gemm_batches(ctx(), dtype_, d, static_cast<const char*>(data()), lhs_l, ab,
                      static_cast<const char*>(rhs.data()), rhs_l, bb, static_cast<char*>(out->data()));
