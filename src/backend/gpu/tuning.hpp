@@ -103,12 +103,13 @@ inline constexpr long long kQuantPrefillScratchBytes = 256ll << 20;
 
 // f16/bf16 matrix-vector (kernels/matmul.cu, x.matmul(w.t()) with up to kMvMaxRows rows of x):
 // kMvBlock threads stride over kMvRows weight rows per block in 16-byte vectors, kMvUnroll vectors
-// of each row in flight per thread. First choice (the qmatvec shape that measured best), unmeasured
-// on AMD.
+// of each row in flight per thread. bench/gpu_matvec's sweep over the 1.1B/7B decode shapes (H100,
+// 2026-11-25, mean % of copy bandwidth): 1 row x 128 threads 81.1% f16 / 80.0% bf16, the best of
+// 1/2/4 rows x 64/128/256 threads; 2 rows x 128 (the first choice) 80.0% / 68.3%. Unmeasured on AMD.
 inline constexpr int kMvMaxRows = 8;
 inline constexpr int kMvBlock = 128;
 inline constexpr int kMvMaxBlock = 256;  // the largest block the benchmark's sweep launches (launch bounds)
-inline constexpr int kMvRows = 2;
+inline constexpr int kMvRows = 1;
 inline constexpr int kMvUnroll = 4;
 
 // Quantized matrix-vector (kernels/qmatmul.cu, 1..kQmvMaxRows rows of x): kQmvBlock threads per
