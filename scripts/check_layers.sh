@@ -18,7 +18,7 @@
 # __CUDACC__/__HIPCC__/__device__/__global__ in a public header but config.hpp's WICK_HD. Each
 # public header compiles alone as plain C++20 (g++, no -D flags): no device code in the API.
 # GPU kernels (programmatic dependent launch, src/backend/gpu/device_utils.cuh): each __global__
-# body begins with kernel_entry() (or kernel_entry(p, bytes), an L2 prefetch first); launches go through launch_kernel() (no <<< elsewhere); no bare
+# body begins with kernel_entry(); launches go through launch_kernel() (no <<< elsewhere); no bare
 # __restrict__ (WICK_RESTRICT).
 #
 # Usage: scripts/check_layers.sh [ROOT]   (ROOT defaults to the repository of this script)
@@ -121,7 +121,7 @@ for f in files("src/backend/gpu"):
     code = "\n".join(l.split("//", 1)[0] for l in text.split("\n"))
     for m in re.finditer(r"__global__", code):
         body = code.find("{", m.end())
-        if not code[body + 1:].lstrip().startswith("kernel_entry("):
+        if not code[body + 1:].lstrip().startswith("kernel_entry();"):
             bad.append("%s:%d: a __global__ body must begin with kernel_entry() (PDL: %s)" %
                        (f, code.count("\n", 0, m.start()) + 1, launcher))
     for n, line in enumerate(code.split("\n"), 1):

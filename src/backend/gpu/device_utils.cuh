@@ -41,37 +41,6 @@ __device__ __forceinline__ void kernel_entry() {
 #endif
 }
 
-// kernel_entry(p, bytes): first asks L2 for the bytes [p, p + bytes) that this block will read (its
-// weight rows), so that under PDL they stream in while the previous kernel still runs, then waits as
-// kernel_entry(). A prefetch is a hint: it fills no register and L2 is the GPU's point of coherence, so
-// a later load cannot see an old value even if the previous kernel writes those bytes. Threads with
-// nothing to ask pass p = nullptr. Without sm_90 (and on AMD) it is kernel_entry().
-__device__ __forceinline__ void kernel_entry(const void* p, size_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (p != nullptr) {
-    // cp.async.bulk.prefetch takes 16-byte aligned whole units: those inside the range.
-    size_t a = __cvta_generic_to_global(p);
-    const size_t e = (a + bytes) & ~size_t(15);
-    constexpr size_t kChunk = size_t(1) << 16;
-    for (a = (a + 15) & ~size_t(15); a < e; a += kChunk) {
-      const uint32_t n = uint32_t(e - a < kChunk ? e - a : kChunk);
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(n) : "memory");
-    }
-  }
-#else
-  (void)p;
-  (void)bytes;
-#endif
-  kernel_entry();
-}
-
-// For kernel_entry(p, bytes) in a kernel of R matrix rows per block: thread r < R names row
-// blockIdx.x * R + r (rows `stride` bytes apart from `base`); other threads and rows past n, nullptr.
-__device__ __forceinline__ const void* block_row(const void* base, int R, int64_t n, size_t stride) {
-  const int64_t row = int64_t(blockIdx.x) * R + threadIdx.x;
-  return int(threadIdx.x) < R && row < n ? static_cast<const char*>(base) + size_t(row) * stride : nullptr;
-}
-
 // __restrict__ lets the compiler move loads through a pointer above the wait in kernel_entry() (the
 // wait is not an access "through" that pointer), reading what the previous kernel has not yet written:
 // kernels say WICK_RESTRICT, which is __restrict__ only where there is no PDL.

@@ -187,7 +187,7 @@ template <class T, int M, int R>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kMvMaxBlock)
     matvec_kernel(const T* WICK_RESTRICT x, int64_t x_ld, int m, const T* WICK_RESTRICT w, int64_t w_ld, int64_t n,
                   int64_t k, T* WICK_RESTRICT y) {
-  kernel_entry(block_row(w, R, n, size_t(w_ld) * sizeof(T)), size_t(k) * sizeof(T));
+  kernel_entry();
   constexpr int V = 8;  // 8 x 16-bit = 16 bytes
   constexpr int U = tune::kMvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;

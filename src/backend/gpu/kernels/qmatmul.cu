@@ -74,7 +74,7 @@ template <class Tr, int M, int R>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
     qmv_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
                size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
-  kernel_entry(block_row(w, R, n, row_bytes), row_bytes);
+  kernel_entry();
   constexpr int U = tune::kQmvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;
   const uint8_t* wr[R];
