@@ -50,9 +50,6 @@ inline constexpr int kAttnDecodeRows = 8;
 inline constexpr int kAttnDecodeMaxDim = 256;
 inline constexpr int kAttnDecodeLoads = 8;    // global loads each thread has in flight (first choice)
 inline constexpr int kAttnDecodePvLoads = 4;  // the same in the P V pass (16-byte value vectors)
-// Values each thread has in flight in the scalar P V pass (more than kAttnDecodePvVecRows rows): a
-// run of 256 keys with dv 64 took 8 dependent rounds of 8 loads; 32 make it 2.
-inline constexpr int kAttnDecodePvScalarLoads = 32;
 // Query rows per KV head up to which P V reads values in 16-byte vectors (more rows: one value per
 // thread). H100: 1 row (7B shape) 16-byte vectors gave tg128 @ d8192 +7% (F16) / +10% (Q4_0) and
 // tg128 flat; 8 rows (1.1B shape) -4.5% at tg128, flat at d8192. 2 to 7 rows unmeasured.

@@ -7,9 +7,7 @@
 // the output. Portable: warp_reduce is the only lane-level step, so 32- and 64-lane waves both fit.
 // With per-batch lengths (attention_kv_len) the grid still covers t_kv: both kernels read the
 // length from device memory, blocks whose run starts at or past it return at once and the merge
-// stops at the last run, so one captured launch serves every length. Keys that fit in one run (a
-// short context) need no merge: that run's block writes the output, as the merge of one run would
-// (the same operations on the same values), and the merge returns at once.
+// stops at the last run, so one captured launch serves every length.
 #include <climits>
 #include <limits>
 #include <string>
@@ -33,7 +31,6 @@ constexpr int kMaxDim = tune::kAttnDecodeMaxDim;
 constexpr int kLoads = tune::kAttnDecodeLoads;
 constexpr int kPvLoads = tune::kAttnDecodePvLoads;
 constexpr int kPvVecRows = tune::kAttnDecodePvVecRows;
-constexpr int kPvScalarLoads = tune::kAttnDecodePvScalarLoads;
 static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the P V partials fit in the q buffer");
 
 struct DecodeArgs {
@@ -44,7 +41,6 @@ struct DecodeArgs {
   float scale;
   float* part_o;   // [b][h_kv][splits][rows][dv]: the run's unnormalised P V
   float* part_ml;  // [b][h_kv][splits][rows][2]: the run's m and l
-  void* out;       // [b][h_q][t_q][dv] in T: written by the runs kernel when the keys fit in one run
   const void* kv_len;  // AttentionDims::kv_len's data, or nullptr
   DType kv_len_dt;
   int64_t kv_len_offset, kv_len_stride;
@@ -55,36 +51,6 @@ __device__ __forceinline__ int64_t keys_of(const DecodeArgs& a, int64_t bi) {
   if (!a.kv_len) return a.t_kv;
   const int64_t n = pos::load(a.kv_len, a.kv_len_dt, a.kv_len_offset + bi * a.kv_len_stride);
   return pos::clamp_kv_len(n, a.t_q, a.t_kv, a.causal);
-}
-
-// Output element c of row r = g * t_q + i (query i of q head hk * group + g) of batch bi.
-template <class T> __device__ __forceinline__ T* out_row(const DecodeArgs& a, T* out, int64_t bi, int hk, int r) {
-  const int g = r / a.t_q, i = r - g * a.t_q;
-  const int64_t h_q = int64_t(a.h_kv) * a.group;
-  return out + ((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv;
-}
-
-// One run's share of the online-softmax merge: its statistics (m, lv) and P V element ov weighed by
-// exp(m - mx), mx the largest m (a run with no visible key, m = -inf, weighs 0); the runs are added
-// in order and the output is acc / l. The merge and the one-run case both go through it.
-__device__ __forceinline__ void merged(float mx, float m, float lv, float ov, float& l, float& acc) {
-  const float w = m == -std::numeric_limits<float>::infinity() ? 0.0f : fmath::exp(m - mx);
-  l += w * lv;
-  acc += w * ov;
-}
-
-// Element (r, c) of the run's P V: to the merge's buffer, or, when the keys fit in one run, merged
-// (one run) into the output.
-template <class T>
-__device__ __forceinline__ void store_run(const DecodeArgs& a, int64_t bi, int hk, int64_t base, bool one_run, int r,
-                                          int c, float o, const float (*ml)[2]) {
-  if (!one_run) {
-    a.part_o[(base + r) * a.dv + c] = o;
-    return;
-  }
-  float l = 0.0f, acc = 0.0f;
-  merged(ml[r][0], ml[r][0], ml[r][1], o, l, acc);
-  out_row(a, static_cast<T*>(a.out), bi, hk, r)[c] = cast<T>(acc / l);
 }
 
 template <class T>
@@ -98,8 +64,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
   __shared__ float qs[kRows * kMaxDim];  // q rows (pre-scaled), then the P V partials
   __shared__ float ps[kRows][kKeys];     // scores, then exp(s - m)
-  __shared__ float ml[kRows][2];         // the run's m and l per row (the one-run output reads them)
-  const bool one_run = n_keys <= a.run;  // then this block (k0 = 0) writes the output
 
   // Row r = g * t_q + i: query i of q head hk * group + g.
   for (int e = t; e < rows * a.d; e += blockDim.x) {
@@ -170,8 +134,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
     if (lane == 0) {
       a.part_ml[(base + r) * 2] = m;
       a.part_ml[(base + r) * 2 + 1] = l;
-      ml[r][0] = m;
-      ml[r][1] = l;
     }
   }
   __syncthreads();
@@ -225,7 +187,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
       }
       __syncthreads();
     }
-    for (int e = t; e < rows * a.dv; e += blockDim.x) store_run<T>(a, bi, hk, base, one_run, e / a.dv, e % a.dv, qs[e], ml);
+    for (int e = t; e < rows * a.dv; e += blockDim.x) a.part_o[(base + e / a.dv) * a.dv + e % a.dv] = qs[e];
     return;
   }
   const int parts = kDecBlock / a.dv, part = t / a.dv, c = t - part * a.dv;
@@ -234,13 +196,12 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
   if (part < parts) {
     const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st + c;
-    for (int j0 = part; j0 < nk; j0 += kPvScalarLoads * parts) {
-      float x[kPvScalarLoads];
+    for (int j0 = part; j0 < nk; j0 += kLoads * parts) {
+      float x[kLoads];
 #pragma unroll
-      for (int u = 0; u < kPvScalarLoads; ++u)
-        x[u] = j0 + u * parts < nk ? cast<float>(vp[(j0 + u * parts) * a.v.st]) : 0.0f;
+      for (int u = 0; u < kLoads; ++u) x[u] = j0 + u * parts < nk ? cast<float>(vp[(j0 + u * parts) * a.v.st]) : 0.0f;
 #pragma unroll
-      for (int u = 0; u < kPvScalarLoads; ++u) {
+      for (int u = 0; u < kLoads; ++u) {
         if (j0 + u * parts >= nk) continue;
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
@@ -256,7 +217,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
     const int r = e / a.dv, cc = e - r * a.dv;
     float o = 0.0f;
     for (int pp = 0; pp < parts; ++pp) o += qs[(pp * rows + r) * a.dv + cc];
-    store_run<T>(a, bi, hk, base, one_run, r, cc, o, ml);
+    a.part_o[(base + r) * a.dv + cc] = o;
   }
 }
 
@@ -269,7 +230,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
   const int64_t bi = id / rows / a.h_kv;
   const int splits = int((keys_of(a, bi) + a.run - 1) / a.run);  // the runs that hold keys
-  if (splits == 1) return;                                         // the runs kernel wrote it
   const float ninf = -std::numeric_limits<float>::infinity();
   // Loads are batched kLoads runs deep (as in the runs kernel); sums stay in run order.
   auto row_of = [&](int s) { return ((bi * a.h_kv + hk) * a.splits + s) * rows + r; };
@@ -281,7 +241,9 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) mx = m[u] > mx ? m[u] : mx;
   }
-  T* o = out_row(a, out, bi, hk, r);
+  const int g = r / a.t_q, i = r - g * a.t_q;
+  const int64_t h_q = int64_t(a.h_kv) * a.group;
+  T* o = out + ((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv;
   for (int c = int(threadIdx.x); c < a.dv; c += blockDim.x) {
     float l = 0.0f, acc = 0.0f;
     for (int s0 = 0; s0 < splits; s0 += kLoads) {
@@ -296,7 +258,10 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
       }
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
-        if (s0 + u < splits) merged(mx, m[u], lv[u], ov[u], l, acc);
+        if (s0 + u >= splits) continue;
+        const float w = m[u] == ninf ? 0.0f : fmath::exp(m[u] - mx);
+        l += w * lv[u];
+        acc += w * ov[u];
       }
     }
     o[c] = cast<T>(acc / l);
@@ -349,7 +314,6 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                float(a.scale),
                nullptr,
                nullptr,
-               out,
                a.kv_len ? as_gpu(*a.kv_len).data() : nullptr,
                a.kv_len ? a.kv_len->dtype() : DType::I64,
                int64_t(a.kv_len_offset),
