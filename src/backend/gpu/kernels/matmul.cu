@@ -299,6 +299,9 @@ void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T*
 
 void matvec(gpuStream_t s, DType dt, const void* x, int64_t x_ld, size_t m, const void* w, int64_t w_ld, size_t n,
             size_t k, void* y, int rows_per_block, int block_threads) {
+  if (m == 0 || m > size_t(tune::kMvMaxRows))  // the kernels hold at most 8 rows of x (as qmatvec)
+    throw Error(ErrorKind::Internal, "matvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
+                                         std::to_string(tune::kMvMaxRows));
   if (dt == DType::F16)
     launch_matvec<f16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const f16*>(x), x_ld,
                        static_cast<const f16*>(w), w_ld, static_cast<f16*>(y), rows_per_block, block_threads);
