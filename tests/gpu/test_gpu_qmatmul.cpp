@@ -54,11 +54,13 @@ struct Case {
   size_t m, n, k;
   DType dtype;
   bool strided;
+  size_t offset = 16;  // strided: the first element of row 0 in the wider tensor
 };
 
 std::string name(const Case& c) {
   return std::string(ggml_type_name(c.type)) + " m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
-         " k=" + std::to_string(c.k) + " " + dtype_name(c.dtype) + (c.strided ? " strided" : "");
+         " k=" + std::to_string(c.k) + " " + dtype_name(c.dtype) +
+         (c.strided ? " strided, offset " + std::to_string(c.offset) : "");
 }
 
 void run_case(const Case& c) {
@@ -76,8 +78,8 @@ void run_case(const Case& c) {
   const size_t pad = c.strided ? 64 : 0;
   std::vector<float> wide = make_x(c.m, c.k + pad, 99 + unsigned(c.m));
   Tensor xw = Tensor::from_vector(wide, {c.m, c.k + pad}).to_dtype(c.dtype);
-  Tensor x_host = c.strided ? xw.narrow(1, 16, c.k) : xw;
-  Tensor x_gpu = c.strided ? xw.to_device(gpu()).narrow(1, 16, c.k) : xw.to_device(gpu());
+  Tensor x_host = c.strided ? xw.narrow(1, c.offset, c.k) : xw;
+  Tensor x_gpu = c.strided ? xw.to_device(gpu()).narrow(1, c.offset, c.k) : xw.to_device(gpu());
   const std::vector<double> xv = test::values(x_host);
 
   const std::vector<double> y = test::values(wg.matmul_t(x_gpu));
@@ -140,11 +142,73 @@ TEST(GpuQMatVec, EveryTypeEveryRowCount) {
     for (size_t m = 1; m <= 9; ++m) run_case({t, m, 37, odd_k(t), DType::F32, false});
 }
 
+// One f16/bf16 row, 16-byte aligned, is quantized inside the matrix-vector kernel (offset 16 is 32
+// bytes); offset 4 (8 bytes) takes the separate quantization kernel.
 TEST(GpuQMatVec, HalfAndStridedActivations) {
   for (GGMLType t : kTypes)
-    for (DType dt : {DType::F16, DType::BF16})
+    for (DType dt : {DType::F16, DType::BF16}) {
       for (size_t m : {1, 3, 8}) run_case({t, m, 21, odd_k(t), dt, m == 3});
+      run_case({t, 1, 21, odd_k(t), dt, true, 16});
+      run_case({t, 1, 21, odd_k(t), dt, true, 4});
+    }
   for (GGMLType t : kTypes) run_case({t, 2, 19, odd_k(t), DType::F32, true});
+}
+
+// NaN and Inf in x. ggml's Q8_1 scale is the largest |x_j| after a block's last NaN, NaN when the
+// NaN is the block's last element. Expected: the host's quantize_block_q8_1 bytes times the weights
+// in f64, for the in-kernel quantizer (f16/bf16 x) and the separate one (f32 x) alike. With NaNs
+// before a block's end the scales stay finite and y is checked value by value; a NaN last element
+// or an Inf gives that block a NaN / Inf scale, and every y a NaN.
+TEST(GpuQMatVec, NaNAndInfActivations) {
+  const size_t n = 6, k = 8 * 32;
+  const float nan = std::nanf("");
+  std::vector<float> fin = make_x(1, k, 11);
+  fin[0 * 32 + 2] = 40.0f, fin[0 * 32 + 13] = nan;                           // a NaN after the block's max
+  fin[1 * 32 + 3] = nan, fin[1 * 32 + 27] = nan, fin[1 * 32 + 30] = -9.0f;    // two NaNs, two lanes
+  fin[5 * 32 + 24] = nan, fin[5 * 32 + 25] = 3.0f, fin[5 * 32 + 0] = 100.0f;  // in the last lane
+  std::vector<float> nan_last = fin, inf = fin;
+  nan_last[2 * 32 + 31] = nan;
+  inf[3 * 32 + 8] = INFINITY;
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K})
+    for (DType dt : {DType::F16, DType::BF16, DType::F32})
+      for (int v = 0; v < 3; ++v) {
+        SCOPED_TRACE(std::string(ggml_type_name(t)) + " " + dtype_name(dt) + " case " + std::to_string(v));
+        const std::vector<float>& xs = v == 0 ? fin : v == 1 ? nan_last : inf;
+        const std::vector<uint8_t> wb = test::random_qblocks(t, n * k / ggml_block_size(t), 21);
+        const QTensor wg = QTensor::from_bytes(t, {n, k}, wb.data(), wb.size(), gpu());
+        const std::vector<double> w = test::values(QTensor::from_bytes(t, {n, k}, wb.data(), wb.size()).dequantize());
+        const Tensor xh = Tensor::from_vector(xs, {1, k}).to_dtype(dt);
+        const std::vector<double> xv = test::values(xh);
+        const std::vector<double> y = test::values(wg.matmul_t(xh.to_device(gpu())));
+        ASSERT_EQ(y.size(), n);
+        double wmax = 0;
+        for (double x : w) wmax = std::fmax(wmax, std::fabs(x));
+        std::vector<double> xq(k);  // x' = q D from the host's bytes
+        for (size_t b = 0; b < k / 32; ++b) {
+          float blk[32];
+          uint8_t bytes[36];
+          for (size_t j = 0; j < 32; ++j) blk[j] = float(xv[b * 32 + j]);
+          quant::quantize_block_q8_1(blk, bytes);
+          const double D = quant::detail::ld_f16(bytes);
+          for (size_t j = 0; j < 32; ++j) xq[b * 32 + j] = double(int8_t(bytes[4 + j])) * D;
+        }
+        const double out_round = dt == DType::F32   ? 0.0
+                                 : dt == DType::F16 ? std::ldexp(1.0, -11)
+                                                    : std::ldexp(1.0, -8);
+        for (size_t r = 0; r < n; ++r) {
+          double ref = 0, mag = 0;
+          for (size_t j = 0; j < k; ++j) {
+            ref += w[r * k + j] * xq[j];
+            mag += std::fabs(xq[j]) * (std::fabs(w[r * k + j]) + wmax);
+          }
+          if (v == 0) {
+            EXPECT_LE(std::fabs(y[r] - ref), 1e-5 * mag + out_round * std::fabs(ref) * 1.01)
+                << "y[" << r << "] = " << y[r] << ", host-quantized reference " << ref;
+          } else {
+            EXPECT_TRUE(std::isnan(y[r])) << "y[" << r << "] = " << y[r] << " (reference " << ref << ")";
+          }
+        }
+      }
 }
 
 // Long rows (several rounds of the block's threads over a row) for the bandwidth-critical types.

@@ -9,6 +9,7 @@
 // length from device memory, blocks whose run starts at or past it return at once and the merge
 // stops at the last run, so one captured launch serves every length.
 #include <climits>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -36,6 +37,7 @@ static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the 
 struct DecodeArgs {
   FlashOperand q, k, v;
   int h_kv, group, t_q, d, dv, splits, run;  // run: keys per block (kKeys)
+  bool spread;                               // one run: its rows spread over the split axis's blocks
   int64_t t_kv;
   bool causal;
   float scale;
@@ -57,17 +59,29 @@ template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   kernel_entry();
   constexpr int V = int(16 / sizeof(T));
-  const int split = int(blockIdx.x), hk = int(blockIdx.y), bi = int(blockIdx.z);
-  const int rows = a.group * a.t_q, t = int(threadIdx.x);
-  const int64_t n_keys = keys_of(a, bi), k0 = int64_t(split) * a.run;
-  if (k0 >= n_keys) return;              // the whole block: n_keys is the same for every thread
+  const int hk = int(blockIdx.y), bi = int(blockIdx.z), t = int(threadIdx.x);
+  const int all_rows = a.group * a.t_q;
+  const int64_t n_keys = keys_of(a, bi);
+  // Keys that fit one run (a short context) would leave a single block per KV head doing every row
+  // while the split axis's other blocks return: then block x takes rows row0 .. row0 + rows - 1 of
+  // run 0 instead, each block a shorter chain of loads and barriers. n_keys is the same for the block.
+  int split = int(blockIdx.x), row0 = 0, rows = all_rows;
+  if (a.spread && n_keys <= a.run) {
+    const int per = (all_rows + int(gridDim.x) - 1) / int(gridDim.x);
+    row0 = split * per;
+    rows = all_rows - row0 < per ? all_rows - row0 : per;
+    split = 0;
+    if (rows <= 0) return;
+  }
+  const int64_t k0 = int64_t(split) * a.run;
+  if (k0 >= n_keys) return;  // the whole block
   const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
   __shared__ float qs[kRows * kMaxDim];  // q rows (pre-scaled), then the P V partials
   __shared__ float ps[kRows][kKeys];     // scores, then exp(s - m)
 
-  // Row r = g * t_q + i: query i of q head hk * group + g.
+  // Local row r is row R = row0 + r = g * t_q + i: query i of q head hk * group + g.
   for (int e = t; e < rows * a.d; e += blockDim.x) {
-    const int r = e / a.d, c = e - r * a.d, g = r / a.t_q, i = r - g * a.t_q;
+    const int r = e / a.d, c = e - r * a.d, g = (row0 + r) / a.t_q, i = row0 + r - g * a.t_q;
     const T* qp = static_cast<const T*>(a.q.p) + int64_t(bi) * a.q.sb + int64_t(hk * a.group + g) * a.q.sh +
                   int64_t(i) * a.q.st + c;
     qs[r * a.d + c] = cast<float>(*qp) * a.scale;
@@ -108,7 +122,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       // Causal: query i sees keys up to i + shift.
-      if (r < rows) ps[r][t] = (!a.causal || k0 + t <= (r % a.t_q) + shift) ? s[r] : ninf;
+      if (r < rows) ps[r][t] = (!a.causal || k0 + t <= ((row0 + r) % a.t_q) + shift) ? s[r] : ninf;
     }
   } else {
     for (int r = 0; r < rows; ++r) ps[r][t] = ninf;
@@ -118,7 +132,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   // Each wave takes rows: max (a NaN never wins, as the CPU), then p = exp(s - m) and l = sum p
   // (NaN scores reach the output through l). A run no row key is visible in has m = -inf, l = 0.
   const int lane = t % kWarpSize, wave = t / kWarpSize, waves = int(blockDim.x) / kWarpSize;
-  const int64_t base = ((int64_t(bi) * a.h_kv + hk) * a.splits + split) * rows;
+  const int64_t base = ((int64_t(bi) * a.h_kv + hk) * a.splits + split) * all_rows + row0;
   for (int r = wave; r < rows; r += waves) {
     float m = ninf;
     for (int j = lane; j < kKeys; j += kWarpSize) m = ps[r][j] > m ? ps[r][j] : m;
@@ -270,6 +284,15 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
 
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
+// EXPERIMENT knob (WICK_ATTN_SPREAD=0 turns the one-run row spreading off, to compare).
+bool spread_rows() {
+  static const bool on = [] {
+    const char* e = std::getenv("WICK_ATTN_SPREAD");
+    return !(e && e[0] == '0');
+  }();
+  return on;
+}
+
 }  // namespace
 
 bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
@@ -309,6 +332,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                int(a.d_v),
                int(splits),
                kKeys,
+               spread_rows(),
                int64_t(a.t_kv),
                a.causal,
                float(a.scale),
@@ -324,7 +348,8 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   Scratch ml_buf(ordinal, size_t(runs) * 2 * sizeof(float));
   d.part_o = static_cast<float*>(o_buf.b.ptr);
   d.part_ml = static_cast<float*>(ml_buf.b.ptr);
-  const dim3 grid(unsigned(d.splits), unsigned(d.h_kv), unsigned(a.b));
+  // At least one block per row, for the rows of a one-run context to spread over.
+  const dim3 grid(unsigned(d.spread && rows > d.splits ? rows : d.splits), unsigned(d.h_kv), unsigned(a.b));
   const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
   const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
   dispatch_float(dt, "attention", [&](auto tag) {
