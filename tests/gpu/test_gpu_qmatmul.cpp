@@ -142,8 +142,7 @@ TEST(GpuQMatVec, EveryTypeEveryRowCount) {
     for (size_t m = 1; m <= 9; ++m) run_case({t, m, 37, odd_k(t), DType::F32, false});
 }
 
-// One f16/bf16 row, 16-byte aligned, is quantized inside the matrix-vector kernel (offset 16 is 32
-// bytes); offset 4 (8 bytes) takes the separate quantization kernel.
+// One row is also read at offsets 16 and 4 (32 and 8 bytes into the wider f16/bf16 row).
 TEST(GpuQMatVec, HalfAndStridedActivations) {
   for (GGMLType t : kTypes)
     for (DType dt : {DType::F16, DType::BF16}) {
@@ -156,9 +155,9 @@ TEST(GpuQMatVec, HalfAndStridedActivations) {
 
 // NaN and Inf in x. ggml's Q8_1 scale is the largest |x_j| after a block's last NaN, NaN when the
 // NaN is the block's last element. Expected: the host's quantize_block_q8_1 bytes times the weights
-// in f64, for the in-kernel quantizer (f16/bf16 x) and the separate one (f32 x) alike. With NaNs
-// before a block's end the scales stay finite and y is checked value by value; a NaN last element
-// or an Inf gives that block a NaN / Inf scale, and every y a NaN.
+// in f64, for f16, bf16 and f32 x. With NaNs before a block's end the scales stay finite and y is
+// checked value by value; a NaN last element or an Inf gives that block a NaN / Inf scale, and
+// every y a NaN.
 TEST(GpuQMatVec, NaNAndInfActivations) {
   const size_t n = 6, k = 8 * 32;
   const float nan = std::nanf("");

@@ -7,9 +7,9 @@
 // the output. Portable: warp_reduce is the only lane-level step, so 32- and 64-lane waves both fit.
 // With per-batch lengths (attention_kv_len) the grid still covers t_kv: both kernels read the
 // length from device memory, blocks whose run starts at or past it return at once and the merge
-// stops at the last run, so one captured launch serves every length.
+// stops at the last run, so one captured launch serves every length. When all keys fit one run
+// (a short context), the split axis's blocks share that run's rows instead (see decode_runs_kernel).
 #include <climits>
-#include <cstdlib>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -37,7 +37,6 @@ static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the 
 struct DecodeArgs {
   FlashOperand q, k, v;
   int h_kv, group, t_q, d, dv, splits, run;  // run: keys per block (kKeys)
-  bool spread;                               // one run: its rows spread over the split axis's blocks
   int64_t t_kv;
   bool causal;
   float scale;
@@ -66,7 +65,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   // while the split axis's other blocks return: then block x takes rows row0 .. row0 + rows - 1 of
   // run 0 instead, each block a shorter chain of loads and barriers. n_keys is the same for the block.
   int split = int(blockIdx.x), row0 = 0, rows = all_rows;
-  if (a.spread && n_keys <= a.run) {
+  if (n_keys <= a.run) {
     const int per = (all_rows + int(gridDim.x) - 1) / int(gridDim.x);
     row0 = split * per;
     rows = all_rows - row0 < per ? all_rows - row0 : per;
@@ -284,15 +283,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
 
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
-// EXPERIMENT knob (WICK_ATTN_SPREAD=0 turns the one-run row spreading off, to compare).
-bool spread_rows() {
-  static const bool on = [] {
-    const char* e = std::getenv("WICK_ATTN_SPREAD");
-    return !(e && e[0] == '0');
-  }();
-  return on;
-}
-
 }  // namespace
 
 bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
@@ -332,7 +322,6 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                int(a.d_v),
                int(splits),
                kKeys,
-               spread_rows(),
                int64_t(a.t_kv),
                a.causal,
                float(a.scale),
@@ -349,7 +338,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   d.part_o = static_cast<float*>(o_buf.b.ptr);
   d.part_ml = static_cast<float*>(ml_buf.b.ptr);
   // At least one block per row, for the rows of a one-run context to spread over.
-  const dim3 grid(unsigned(d.spread && rows > d.splits ? rows : d.splits), unsigned(d.h_kv), unsigned(a.b));
+  const dim3 grid(unsigned(rows > d.splits ? rows : d.splits), unsigned(d.h_kv), unsigned(a.b));
   const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
   const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
   dispatch_float(dt, "attention", [&](auto tag) {

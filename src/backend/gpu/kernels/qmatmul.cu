@@ -3,7 +3,6 @@
 // quant_encode.hpp's quantize_block_q8_1), then one pass over W in which every weight chunk is
 // unpacked once and dotted with all rows through dot4_i8 (ops/quant_dot.hpp). More rows: the
 // prefill path of kernels/quant.cu (qmatmul_prefill).
-#include <cstdlib>
 #include <string>
 
 #include "backend/gpu/device_utils.cuh"
@@ -72,8 +71,10 @@ __device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
 // threads: consecutive bytes), each chunk dotted with the M activation rows. Then a warp
 // reduction, partial sums of the warps in shared memory, one thread per output.
 template <class Tr, int M, int R>
-__device__ __forceinline__ void qmv_rows(const uint8_t* w, size_t row_bytes, int nblk, const uint8_t* xq,
-                                         size_t xq_row_bytes, int64_t n, int m, void* y, int y_dt) {
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
+    qmv_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
+               size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
+  kernel_entry();
   constexpr int U = tune::kQmvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;
   const uint8_t* wr[R];
@@ -102,77 +103,6 @@ __device__ __forceinline__ void qmv_rows(const uint8_t* w, size_t row_bytes, int
     const int r = int(threadIdx.x) / M, i = int(threadIdx.x) % M;
     if (row0 + r < n && i < m) store_y(y, y_dt, int64_t(i) * n + row0 + r, s);
   }
-}
-
-template <class Tr, int M, int R>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
-    qmv_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
-               size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
-  kernel_entry();
-  qmv_rows<Tr, M, R>(w, row_bytes, nblk, xq, xq_row_bytes, n, m, y, y_dt);
-}
-
-// One row of x (f16/bf16, 16-byte aligned): each block quantizes it to Q8_1 in shared memory (the
-// bytes of quantize_q8_1_kernel: 4 lanes per 32-element block, 8 elements each), then runs qmv_rows
-// on it. Every block repeats a few instructions per element of x, instead of the step waiting on
-// a separate quantization kernel (a decode step's launches are each a few microseconds).
-template <class Tr, int R, class T>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
-    qmv_fused_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const T* WICK_RESTRICT x, int64_t n,
-                     void* WICK_RESTRICT y, int y_dt) {
-  kernel_entry();
-  extern __shared__ __align__(16) uint8_t xs[];
-  const int xb = nblk * (Tr::QK / 32), t = int(threadIdx.x), sub = t & 3, groups = int(blockDim.x) >> 2;
-  for (int b0 = 0; b0 < xb; b0 += groups) {  // the same trip count for every lane (shuffles below)
-    const int blk = b0 + (t >> 2);
-    const bool valid = blk < xb;
-    float v[8];
-    if (valid) {
-      const VecOf<T, 8> xv = *reinterpret_cast<const VecOf<T, 8>*>(x + int64_t(blk) * 32 + sub * 8);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = cast<float>(xv.v[e]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = 0.0f;
-    }
-    // ggml's running max from 0, as quantize_q8_1_kernel: the max after the block's last NaN.
-    int last_nan = -1;
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (v[e] != v[e]) last_nan = sub * 8 + e;
-    for (int o = 1; o < 4; o <<= 1) {
-      const int other = shfl_xor(last_nan, o);
-      last_nan = other > last_nan ? other : last_nan;
-    }
-    float am = 0.0f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (sub * 8 + e > last_nan) am = ::fmaxf(am, ::fabsf(v[e]));
-    for (int o = 1; o < 4; o <<= 1) am = ::fmaxf(am, shfl_xor(am, o));
-    const float amax = last_nan == 31 ? wick::detail::bits_f32(0x7fc00000u) : am;
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    uint32_t word[2] = {0u, 0u};
-    int sum = 0;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int q = int(int8_t(quant::detail::round_to_int(mul_rn(v[e], id))));
-      sum += q;
-      word[e / 4] |= uint32_t(uint8_t(q)) << (8 * (e % 4));
-    }
-    for (int o = 1; o < 4; o <<= 1) sum += shfl_xor(sum, o);
-    if (valid) {
-      uint8_t* o = xs + blk * kQ8_1Bytes;
-      reinterpret_cast<uint32_t*>(o + 4 + sub * 8)[0] = word[0];
-      reinterpret_cast<uint32_t*>(o + 4 + sub * 8)[1] = word[1];
-      if (sub == 0) {
-        quant::detail::st_f16(o, d);
-        quant::detail::st_f16(o + 2, mul_rn(float(sum), d));
-      }
-    }
-  }
-  __syncthreads();
-  qmv_rows<Tr, 1, R>(w, row_bytes, nblk, xs, size_t(xb) * kQ8_1Bytes, n, 1, y, y_dt);
 }
 
 template <int M, int R>
@@ -216,33 +146,6 @@ void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k,
   }
 }
 
-// EXPERIMENT knob (WICK_QMV_FUSE=0 keeps the separate quantization kernel, to compare).
-bool fuse_allowed() {
-  static const bool on = [] {
-    const char* e = std::getenv("WICK_QMV_FUSE");
-    return !(e && e[0] == '0');
-  }();
-  return on;
-}
-
-// The fused path when it applies: one row of f16/bf16 x, 16-byte aligned, whose Q8_1 bytes fit the
-// shared memory every GPU gives a block without opting in (48 KiB), at the tuned rows per block.
-template <class T>
-bool launch_fused(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k, const T* x, void* y, int y_dt,
-                  int rows_per_block, int threads) {
-  constexpr int R = tune::kQmvRows1;
-  const size_t smem = (k / 32) * kQ8_1Bytes;
-  if (!fuse_allowed() || (rows_per_block != 0 && rows_per_block != R) || smem > 48 * 1024 || !aligned16(x)) return false;
-  const unsigned grid = unsigned((n + R - 1) / R);
-  return quant::dot::dispatch_dot(t, [&](auto tr) {
-    using Tr = decltype(tr);
-    const size_t nblk = k / Tr::QK;
-    launch_kernel(qmv_fused_kernel<Tr, R, T>, grid, threads, smem, s, w, nblk * Tr::BB, int(nblk), x, int64_t(n), y,
-                  y_dt);
-    check_launch("qmatvec");
-  });
-}
-
 }  // namespace
 
 size_t qmatvec_scratch_bytes(size_t m, size_t k) { return size_t(padded_rows(m)) * (k / 32) * kQ8_1Bytes; }
@@ -262,13 +165,6 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
   if (threads % 64 != 0 || threads > tune::kQmvMaxBlock)
     throw Error(ErrorKind::Argument, "qmatvec: block_threads must be 0 or a multiple of 64 up to " +
                                          std::to_string(tune::kQmvMaxBlock) + ", got " + std::to_string(block_threads));
-  const auto* wb = static_cast<const uint8_t*>(w);
-  if (m == 1 && x_dtype == DType::F16 &&
-      launch_fused(s, t, wb, n, k, static_cast<const f16*>(x) + x_offset, y, 1, rows_per_block, threads))
-    return;
-  if (m == 1 && x_dtype == DType::BF16 &&
-      launch_fused(s, t, wb, n, k, static_cast<const bf16*>(x) + x_offset, y, 2, rows_per_block, threads))
-    return;
   const int64_t xb = int64_t(k / 32);
   auto* xq = static_cast<uint8_t*>(scratch);
   const int64_t lanes = int64_t(rows) * xb * 32;
@@ -294,6 +190,7 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
   }
   check_launch("qmatvec quantize");
   const size_t xq_row_bytes = size_t(xb) * kQ8_1Bytes;
+  const auto* wb = static_cast<const uint8_t*>(w);
   switch (rows) {
     case 1:
       launch_qmv<1>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
