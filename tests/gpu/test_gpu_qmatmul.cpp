@@ -216,13 +216,6 @@ TEST(GpuQMatVec, LongRows) {
     for (size_t m : {1, 5}) run_case({t, m, 24, 11008, DType::F32, false});
 }
 
-// Rows of 2048 elements are whole 16-byte words for every type (one row of x: the kernel that copies
-// weight rows to shared memory first); n odd, so the last block's second row is past the end.
-TEST(GpuQMatVec, WordAlignedRows) {
-  for (GGMLType t : kTypes)
-    for (DType dt : {DType::F32, DType::F16}) run_case({t, 1, 37, 2048, dt, false});
-}
-
 TEST(GpuQMatVec, BatchShapeAndErrors) {
   const size_t k = 64, n = 5;
   const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q8_0, n * k / 32, 3);

@@ -3,7 +3,6 @@
 // quant_encode.hpp's quantize_block_q8_1), then one pass over W in which every weight chunk is
 // unpacked once and dotted with all rows through dot4_i8 (ops/quant_dot.hpp). More rows: the
 // prefill path of kernels/quant.cu (qmatmul_prefill).
-#include <cstdlib>
 #include <string>
 
 #include "backend/gpu/device_utils.cuh"
@@ -71,15 +70,16 @@ __device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
 // R weight rows per block; the block's threads stride over the rows' chunks (consecutive
 // threads: consecutive bytes), each chunk dotted with the M activation rows. Then a warp
 // reduction, partial sums of the warps in shared memory, one thread per output.
-// w0: the block's first weight row (row blockIdx.x * R), the others row_bytes apart.
 template <class Tr, int M, int R>
-__device__ __forceinline__ void qmv_rows(const uint8_t* w0, size_t row_bytes, int nblk, const uint8_t* xq,
-                                         size_t xq_row_bytes, int64_t n, int m, void* y, int y_dt) {
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
+    qmv_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
+               size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
+  kernel_entry();
   constexpr int U = tune::kQmvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;
   const uint8_t* wr[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wr[r] = w0 + size_t(row0 + r < n ? r : n - 1 - row0) * row_bytes;  // past n: not stored
+  for (int r = 0; r < R; ++r) wr[r] = w + size_t(row0 + r < n ? row0 + r : n - 1) * row_bytes;  // past n: not stored
   float acc[R][M];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -105,66 +105,15 @@ __device__ __forceinline__ void qmv_rows(const uint8_t* w0, size_t row_bytes, in
   }
 }
 
-template <class Tr, int M, int R>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
-    qmv_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
-               size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
-  kernel_entry();
-  qmv_rows<Tr, M, R>(w + size_t(blockIdx.x) * R * row_bytes, row_bytes, nblk, xq, xq_row_bytes, n, m, y, y_dt);
-}
-
-// The same with the block's weight rows first copied to shared memory in 16-byte loads, all of them
-// in flight at once (the dot products read weight blocks in 2- and 4-byte words at the blocks' own
-// alignment, a few at a time), then dotted from there. Needs row_bytes % 16 == 0.
-template <class Tr, int M, int R>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
-    qmv_staged_kernel(const uint8_t* WICK_RESTRICT w, size_t row_bytes, int nblk, const uint8_t* WICK_RESTRICT xq,
-                      size_t xq_row_bytes, int64_t n, int m, void* WICK_RESTRICT y, int y_dt) {
-  kernel_entry();
-  extern __shared__ __align__(16) uint8_t ws[];
-  const int64_t row0 = int64_t(blockIdx.x) * R;
-  const uint4* src = reinterpret_cast<const uint4*>(w + size_t(row0) * row_bytes);
-  uint4* dst = reinterpret_cast<uint4*>(ws);
-  const int nvec = int((n - row0 < R ? n - row0 : R) * int64_t(row_bytes) / 16), step = int(blockDim.x);
-  constexpr int kV = 8;  // vectors per thread per round
-  for (int v0 = int(threadIdx.x); v0 < nvec; v0 += kV * step) {
-    uint4 v[kV];
-#pragma unroll
-    for (int i = 0; i < kV; ++i)
-      if (v0 + i * step < nvec) v[i] = src[v0 + i * step];
-#pragma unroll
-    for (int i = 0; i < kV; ++i)
-      if (v0 + i * step < nvec) dst[v0 + i * step] = v[i];
-  }
-  __syncthreads();
-  qmv_rows<Tr, M, R>(ws, row_bytes, nblk, xq, xq_row_bytes, n, m, y, y_dt);
-}
-
-// EXPERIMENT knob (WICK_QMV_STAGE=0 keeps the unstaged kernel, to compare).
-bool stage_allowed() {
-  static const bool on = [] {
-    const char* e = std::getenv("WICK_QMV_STAGE");
-    return !(e && e[0] == '0');
-  }();
-  return on;
-}
-
 template <int M, int R>
 void launch_qmv_r(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k, const uint8_t* xq,
                   size_t xq_row_bytes, int m, void* y, int y_dt, int threads) {
   const unsigned grid = unsigned((n + R - 1) / R);
   const bool known = quant::dot::dispatch_dot(t, [&](auto tr) {
     using Tr = decltype(tr);
-    const size_t nblk = k / Tr::QK, row_bytes = nblk * Tr::BB;
-    if constexpr (M == 1 && R == tune::kQmvRows1) {
-      if (stage_allowed() && row_bytes % 16 == 0 && R * row_bytes <= 48 * 1024) {
-        launch_kernel(qmv_staged_kernel<Tr, M, R>, grid, threads, R * row_bytes, s, w, row_bytes, int(nblk), xq,
-                      xq_row_bytes, int64_t(n), m, y, y_dt);
-        return;
-      }
-    }
-    launch_kernel(qmv_kernel<Tr, M, R>, grid, threads, 0, s, w, row_bytes, int(nblk), xq, xq_row_bytes, int64_t(n), m,
-                  y, y_dt);
+    const size_t nblk = k / Tr::QK;
+    launch_kernel(qmv_kernel<Tr, M, R>, grid, threads, 0, s, w, nblk * Tr::BB, int(nblk), xq, xq_row_bytes, int64_t(n),
+                  m, y, y_dt);
   });
   if (!known)
     throw Error(ErrorKind::Unsupported, std::string("qmatmul: no GPU matrix-vector kernel for ") + ggml_type_name(t) +
