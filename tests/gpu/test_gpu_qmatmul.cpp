@@ -49,6 +49,32 @@ std::vector<float> make_x(size_t m, size_t k, uint32_t seed) {
   return x;
 }
 
+// x' = q D for one row of k values: the bytes of the host's quantize_block_q8_1 (what the device's
+// quantizer must give), block by block.
+std::vector<double> host_q8_1(const double* x, size_t k) {
+  std::vector<double> xq(k);
+  for (size_t b = 0; b < k / 32; ++b) {
+    float blk[32];
+    uint8_t q[36];
+    for (size_t j = 0; j < 32; ++j) blk[j] = float(x[b * 32 + j]);
+    quant::quantize_block_q8_1(blk, q);
+    const double D = quant::detail::ld_f16(q);
+    for (size_t j = 0; j < 32; ++j) xq[b * 32 + j] = double(int8_t(q[4 + j])) * D;
+  }
+  return xq;
+}
+
+// The relative rounding of y stored in dt: none for f32, 2^-11 for f16, 2^-8 for bf16.
+double out_rounding(DType dt) {
+  return dt == DType::F32 ? 0.0 : dt == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+}
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::fmax(m, std::fabs(x));
+  return m;
+}
+
 struct Case {
   GGMLType type;
   size_t m, n, k;
@@ -70,8 +96,7 @@ void run_case(const Case& c) {
   const QTensor wg = QTensor::from_bytes(c.type, {c.n, c.k}, wb.data(), wb.size(), gpu());
   const std::vector<double> w =
       test::values(QTensor::from_bytes(c.type, {c.n, c.k}, wb.data(), wb.size()).dequantize());
-  double wmax = 0;
-  for (double v : w) wmax = std::fmax(wmax, std::fabs(v));
+  const double wmax = max_abs(w);
 
   // x in its dtype (the reference uses the rounded values), optionally a view with row stride k + 64
   // and offset 16 into a wider tensor.
@@ -84,25 +109,16 @@ void run_case(const Case& c) {
 
   const std::vector<double> y = test::values(wg.matmul_t(x_gpu));
   ASSERT_EQ(y.size(), c.m * c.n);
-  const double out_round = c.dtype == DType::F32   ? 0.0
-                           : c.dtype == DType::F16 ? std::ldexp(1.0, -11)
-                                                   : std::ldexp(1.0, -8);
+  const double out_round = out_rounding(c.dtype);
   size_t bad = 0;
   for (size_t i = 0; i < c.m; ++i) {
     // x' (host Q8_1 of the row) and the per-block scales d_b = amax / 127
-    std::vector<double> xq(c.k), d(c.k / 32);
+    const std::vector<double> xq = host_q8_1(&xv[i * c.k], c.k);
+    std::vector<double> d(c.k / 32);
     for (size_t b = 0; b < c.k / 32; ++b) {
-      float blk[32];
-      uint8_t q[36];
       float amax = 0;
-      for (size_t j = 0; j < 32; ++j) {
-        blk[j] = float(xv[i * c.k + b * 32 + j]);
-        amax = std::fmax(amax, std::fabs(blk[j]));
-      }
+      for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(float(xv[i * c.k + b * 32 + j])));
       d[b] = double(amax / 127.0f);
-      quant::quantize_block_q8_1(blk, q);
-      const float D = quant::detail::ld_f16(q);
-      for (size_t j = 0; j < 32; ++j) xq[b * 32 + j] = double(int8_t(q[4 + j])) * D;
     }
     for (size_t r = 0; r < c.n; ++r) {
       double ref = 0, refq = 0, act = 0, rel = 0, mag = 0;
@@ -162,7 +178,7 @@ TEST(GpuQMatVec, NaNAndInfActivations) {
   const size_t n = 6, k = 8 * 32;
   const float nan = std::nanf("");
   std::vector<float> fin = make_x(1, k, 11);
-  fin[0 * 32 + 2] = 40.0f, fin[0 * 32 + 13] = nan;                           // a NaN after the block's max
+  fin[0 * 32 + 2] = 40.0f, fin[0 * 32 + 13] = nan;                            // a NaN after the block's max
   fin[1 * 32 + 3] = nan, fin[1 * 32 + 27] = nan, fin[1 * 32 + 30] = -9.0f;    // two NaNs, two lanes
   fin[5 * 32 + 24] = nan, fin[5 * 32 + 25] = 3.0f, fin[5 * 32 + 0] = 100.0f;  // in the last lane
   std::vector<float> nan_last = fin, inf = fin;
@@ -180,20 +196,8 @@ TEST(GpuQMatVec, NaNAndInfActivations) {
         const std::vector<double> xv = test::values(xh);
         const std::vector<double> y = test::values(wg.matmul_t(xh.to_device(gpu())));
         ASSERT_EQ(y.size(), n);
-        double wmax = 0;
-        for (double x : w) wmax = std::fmax(wmax, std::fabs(x));
-        std::vector<double> xq(k);  // x' = q D from the host's bytes
-        for (size_t b = 0; b < k / 32; ++b) {
-          float blk[32];
-          uint8_t bytes[36];
-          for (size_t j = 0; j < 32; ++j) blk[j] = float(xv[b * 32 + j]);
-          quant::quantize_block_q8_1(blk, bytes);
-          const double D = quant::detail::ld_f16(bytes);
-          for (size_t j = 0; j < 32; ++j) xq[b * 32 + j] = double(int8_t(bytes[4 + j])) * D;
-        }
-        const double out_round = dt == DType::F32   ? 0.0
-                                 : dt == DType::F16 ? std::ldexp(1.0, -11)
-                                                    : std::ldexp(1.0, -8);
+        const double wmax = max_abs(w), out_round = out_rounding(dt);
+        const std::vector<double> xq = host_q8_1(xv.data(), k);
         for (size_t r = 0; r < n; ++r) {
           double ref = 0, mag = 0;
           for (size_t j = 0; j < k; ++j) {

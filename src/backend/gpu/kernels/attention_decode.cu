@@ -73,7 +73,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
     if (rows <= 0) return;
   }
   const int64_t k0 = int64_t(split) * a.run;
-  if (k0 >= n_keys) return;  // the whole block
+  if (k0 >= n_keys) return;              // the whole block
   const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
   __shared__ float qs[kRows * kMaxDim];  // q rows (pre-scaled), then the P V partials
   __shared__ float ps[kRows][kKeys];     // scores, then exp(s - m)
