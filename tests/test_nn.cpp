@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/quant_encode.hpp"
 #include "test_util.hpp"
+#include "wick/quant.hpp"
 
 using namespace wick;
 using nlohmann::json;
@@ -674,4 +676,62 @@ TEST(NnErrors, AttentionKvLen) {
   expect_error([&] { attention_kv_len(q, kv, kv, l2, false, std::numeric_limits<double>::infinity()); },
                ErrorKind::Argument, "inf scale");
   EXPECT_EQ(attention_kv_len(Tensor::zeros({2, 4, 0, 8}, DType::F32), kv, kv, l2).shape(), (Shape{2, 4, 0, 8}));
+}
+
+// The optional Q8_1 output of rms_norm / add_rms_norm / silu_mul on the CPU (the core quantizes
+// the result): the bytes of the reference quantize_block_q8_1 over the result, and a quantized
+// product given them equals the product without. Bad requests name the op and the fix.
+TEST(Nn, Q8_1Outputs) {
+  std::vector<float> xv(2 * 64), rv(2 * 64), wv(64);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = std::sin(0.37f * float(i)) * float(1 + i % 5);
+  for (size_t i = 0; i < rv.size(); ++i) rv[i] = std::cos(0.11f * float(i));
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = 0.5f + 0.01f * float(i);
+  auto host_q8_1 = [](const Tensor& t) {
+    const std::vector<float> v = t.to_dtype(DType::F32).contiguous().to_vector<float>();
+    std::vector<uint8_t> out(v.size() / 32 * 36);
+    for (size_t b = 0; b < v.size() / 32; ++b) quant::quantize_block_q8_1(v.data() + 32 * b, out.data() + 36 * b);
+    return out;
+  };
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    const Tensor x = Tensor::from_vector(xv, {2, 64}).to_dtype(dt), r = Tensor::from_vector(rv, {2, 64}).to_dtype(dt);
+    const Tensor w = Tensor::from_vector(wv, {64}).to_dtype(dt);
+    QTensor q1, q2, q3;
+    const Tensor h = x.rms_norm(w, 1e-5, &q1);
+    const auto [s, h2] = x.add_rms_norm(r, w, 1e-5, &q2);
+    const Tensor g = x.silu_mul(r, &q3);
+    EXPECT_EQ(q1.type(), GGMLType::Q8_1);
+    EXPECT_EQ(q1.shape(), (Shape{2, 64}));
+    EXPECT_EQ(q1.to_bytes(), host_q8_1(h)) << dtype_name(dt);
+    EXPECT_EQ(q2.to_bytes(), host_q8_1(h2)) << dtype_name(dt);
+    EXPECT_EQ(q3.to_bytes(), host_q8_1(g)) << dtype_name(dt);
+    const QTensor wq = QTensor::quantize(Tensor::from_vector(xv, {2, 64}), GGMLType::Q4_0);
+    EXPECT_EQ(wq.matmul_t(h, q1).to_dtype(DType::F32).to_vector<float>(),
+              wq.matmul_t(h).to_dtype(DType::F32).to_vector<float>());
+  }
+  auto expect_error = [](auto&& f, ErrorKind kind, const char* what) {
+    try {
+      f();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("Q8_1"), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  QTensor q;
+  expect_error(
+      [&] {
+        Tensor::zeros({2, 48}, DType::F32).rms_norm(Tensor(), 1e-5, &q);
+      },
+      ErrorKind::Shape, "rms_norm q8_1 with 48 columns");
+  expect_error(
+      [&] {
+        Tensor::zeros({2, 64}, DType::F64).silu_mul(Tensor::zeros({2, 64}, DType::F64), &q);
+      },
+      ErrorKind::DType, "silu_mul q8_1 of f64");
+  const Tensor h = Tensor::ones({2, 64}, DType::F32);
+  const QTensor wq = QTensor::quantize(h, GGMLType::Q8_0);
+  expect_error([&] { wq.matmul_t(h, QTensor::quantize(h.narrow(0, 0, 1), GGMLType::Q8_1)); }, ErrorKind::Argument,
+               "x_q8_1 of another shape");
+  expect_error([&] { wq.matmul_t(h, QTensor::quantize(h, GGMLType::Q8_0)); }, ErrorKind::Argument,
+               "x_q8_1 of another type");
 }

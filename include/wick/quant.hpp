@@ -112,6 +112,11 @@ class QTensor {
   // any strides; y (..., n) in x's dtype. Up to 8 rows take the matrix-vector path (x quantized
   // to the type's activation format, integer dot products); more rows the tiled / BLAS path.
   Tensor matmul_t(const Tensor& x) const;
+  // The same product, given x's rows already quantized to Q8_1 (x_q8_1: QTensor::quantize(x,
+  // GGMLType::Q8_1), or the q8_1 output of the op that produced x, e.g. Tensor::rms_norm): a
+  // matrix-vector path on Q8_1 activations (the GPU's, for 1, 2, 4 or 8 rows) uses those bytes
+  // instead of quantizing x, so the result is matmul_t(x)'s. x_q8_1 must have x's shape.
+  Tensor matmul_t(const Tensor& x, const QTensor& x_q8_1) const;
   // Rows of this (vocab, dim) table at ids (any integer dtype, any shape, on this device):
   // result ids.shape + (dim) in `dtype`. An id out of range is Error(Index).
   Tensor embedding(const Tensor& ids, DType dtype = DType::F32) const;

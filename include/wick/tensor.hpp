@@ -13,6 +13,7 @@
 namespace wick {
 
 class Storage;
+class QTensor;
 
 // A value for fills and comparisons that keeps 64-bit integers exact.
 class Scalar {
@@ -261,10 +262,15 @@ class Tensor {
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
   // x / sqrt(mean(x^2, last dim) + eps) * weight; weight (last dim) may be an undefined Tensor().
-  Tensor rms_norm(const Tensor& weight, double eps) const;
+  // q8_1 (rms_norm, add_rms_norm, silu_mul; optional): also set to the result's rows quantized to
+  // Q8_1, the bytes of QTensor::quantize(result, GGMLType::Q8_1). A GPU writes them in the same
+  // kernel, so QTensor::matmul_t(result, *q8_1) runs no quantization kernel of its own (an LLM
+  // decode step's norms feed quantized products). f32/f16/bf16 with a last dim a multiple of 32.
+  Tensor rms_norm(const Tensor& weight, double eps, QTensor* q8_1 = nullptr) const;
   // {x + residual, (x + residual).rms_norm(weight, eps)} in one pass over the rows: both equal add
   // then rms_norm bit for bit (the sum rounded to the dtype first). residual: x's shape and dtype.
-  std::pair<Tensor, Tensor> add_rms_norm(const Tensor& residual, const Tensor& weight, double eps) const;
+  std::pair<Tensor, Tensor> add_rms_norm(const Tensor& residual, const Tensor& weight, double eps,
+                                         QTensor* q8_1 = nullptr) const;
   // (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased var, as PyTorch);
   // weight and bias are optional (undefined Tensor()).
   Tensor layer_norm(const Tensor& weight, const Tensor& bias, double eps) const;
@@ -273,7 +279,7 @@ class Tensor {
   Tensor rope_i(const Tensor& cos, const Tensor& sin) const;
   Tensor rope(const Tensor& cos, const Tensor& sin) const;
   Tensor rope_thd(const Tensor& cos, const Tensor& sin) const;
-  Tensor silu_mul(const Tensor& up) const;  // silu(this) * up, broadcasting as binary ops
+  Tensor silu_mul(const Tensor& up, QTensor* q8_1 = nullptr) const;  // silu(this) * up, broadcasting as binary ops
   Tensor swiglu() const;  // silu(first half of the last dim) * second half
 
   // Internal: build from parts (used by the core and backends' tests).

@@ -68,6 +68,10 @@ struct NormArgs {
   const Storage* residual = nullptr;  // same layout as x (contiguous), or none
   size_t residual_offset = 0;
   StoragePtr* sum = nullptr;  // set with residual
+  // Optional: a backend that can also writes the output's rows quantized to Q8_1 (the bytes of
+  // QTensor::quantize(out, Q8_1), cols a multiple of 32) into *q8_1 in the same pass; one that
+  // does not leaves it null and the core quantizes the output.
+  StoragePtr* q8_1 = nullptr;
 };
 enum class RopeKind : uint8_t {
   Interleaved,  // rope_i, x (b, h, t, d): pairs (x[2i], x[2i+1])
@@ -188,8 +192,9 @@ class Storage {
   // cos and sin are contiguous (t, d/2) or (b, t, d/2); the output has x's shape.
   virtual StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
                           const Layout& sin_l, const RopeDims& d) const = 0;
-  // silu(this) * up, element-wise; both layouts have the same shape (any strides).
-  virtual StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l) const = 0;
+  // silu(this) * up, element-wise; both layouts have the same shape (any strides). q8_1 (may be
+  // null): as NormArgs::q8_1, the output's rows in Q8_1 where the backend writes them.
+  virtual StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l, StoragePtr* q8_1) const = 0;
   // this is q; every layout is rank 4 with a unit-stride last dim (other strides arbitrary).
   virtual StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v,
                                const Layout& v_l, const AttentionDims& a) const = 0;
@@ -203,8 +208,10 @@ class Storage {
   virtual StoragePtr quantize(const Layout& l, const QuantDims& q) const = 0;
   // y = x @ W^T with W the (q.rows = n, q.cols = k) blocks in this; x (m, k) is F32/F16/BF16 on
   // this device with x_l rank 2 and a unit last stride (any row stride, any offset). Returns
-  // (m, n) contiguous in x's dtype. The backend picks the path (matrix-vector for m <= 8).
-  virtual StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const = 0;
+  // (m, n) contiguous in x's dtype. The backend picks the path (matrix-vector for m <= 8). xq (may
+  // be null): x's rows already quantized to Q8_1 (m * cols / 32 blocks), which a matrix-vector
+  // path on Q8_1 activations may use instead of quantizing x; the result is the same either way.
+  virtual StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const = 0;
   // Rows of the (q.rows, q.cols) table at ids (u8 u32 i16 i32 i64, rank 1, any layout): returns
   // (ids, q.cols) contiguous in dtype (F32/F16/BF16). An id out of range throws Error(Index).
   virtual StoragePtr qembedding(const QuantDims& q, const Storage& ids, const Layout& ids_l, DType dtype) const = 0;

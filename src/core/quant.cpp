@@ -200,9 +200,19 @@ Tensor QTensor::dequantize(DType dtype) const {
   return wrap(blocks_->dequantize(q, dtype), shape_, dtype, device_);
 }
 
-Tensor QTensor::matmul_t(const Tensor& x) const {
+Tensor QTensor::matmul_t(const Tensor& x) const { return matmul_t(x, QTensor()); }
+
+Tensor QTensor::matmul_t(const Tensor& x, const QTensor& x_q8_1) const {
   const char* op = "qmatmul";
   check_q(*this, op);
+  if (x_q8_1.defined()) {
+    check_q(x_q8_1, op);
+    if (x_q8_1.type() != GGMLType::Q8_1 || !x.defined() || x_q8_1.shape() != x.shape() || x_q8_1.device() != x.device())
+      throw Error(ErrorKind::Argument,
+                  std::string(op) + ": x_q8_1 must be x's rows in Q8_1 (x's shape, on x's device), got " +
+                      x_q8_1.str() + " for x " + (x.defined() ? describe(x) : std::string("undefined")) +
+                      "; make it with QTensor::quantize(x, GGMLType::Q8_1)");
+  }
   check_defined(x, op);
   const QuantDims q = quant_dims(type_, shape_, op);
   if (rank() != 2)
@@ -224,7 +234,8 @@ Tensor QTensor::matmul_t(const Tensor& x) const {
   if (m == 0 || q.rows == 0) return Tensor::zeros(out_shape, x.dtype(), device_);
   Tensor x2 = x.reshape({m, q.cols});
   if (x2.layout().strides.back() != 1 && q.cols > 1) x2 = x2.contiguous();
-  return wrap(blocks_->qmatmul(q, *x2.storage(), x2.layout()), out_shape, x.dtype(), device_);
+  const Storage* xq = x_q8_1.defined() ? x_q8_1.storage().get() : nullptr;
+  return wrap(blocks_->qmatmul(q, *x2.storage(), x2.layout(), xq), out_shape, x.dtype(), device_);
 }
 
 Tensor QTensor::embedding(const Tensor& ids, DType dtype) const {

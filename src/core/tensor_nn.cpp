@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/checks.hpp"
+#include "wick/quant.hpp"
 
 namespace wick {
 namespace {
@@ -29,10 +30,28 @@ void check_norm_param(const Tensor& p, const Tensor& x, const char* op, const ch
                                       S(x.dim(-1)) + ", got " + describe(p) + " for input " + describe(x));
 }
 
-// residual (add_rms_norm): normalise x + residual and return that sum in *sum.
+// The q8_1 output of rms_norm / add_rms_norm / silu_mul (a result of dtype dt and shape s): checked
+// before the op runs.
+void check_q8_1_out(DType dt, const Shape& s, const char* op) {
+  if (dt != DType::F32 && dt != DType::F16 && dt != DType::BF16)
+    throw Error(ErrorKind::DType, std::string(op) + ": Q8_1 rows (q8_1) come from f32, f16 or bf16 results, not " +
+                                      dtype_name(dt) + "; leave q8_1 null and quantize a cast copy");
+  if (s.empty() || s.back() % 32 != 0)
+    throw Error(ErrorKind::Shape, std::string(op) +
+                                      ": Q8_1 rows (q8_1) need a last dim that is a multiple of 32, got " +
+                                      shape_str(s) + "; leave q8_1 null");
+}
+
+// *q8_1 from the backend's bytes, or (a backend that wrote none) the result quantized here.
+void set_q8_1(QTensor* q8_1, const StoragePtr& bytes, const Tensor& y) {
+  *q8_1 = bytes ? QTensor(bytes, GGMLType::Q8_1, y.shape(), y.device()) : QTensor::quantize(y, GGMLType::Q8_1);
+}
+
+// residual (add_rms_norm): normalise x + residual and return that sum in *sum. q8_1: as Tensor::rms_norm.
 Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms, const char* op,
-                 const Tensor* residual = nullptr, Tensor* sum = nullptr) {
+                 const Tensor* residual = nullptr, Tensor* sum = nullptr, QTensor* q8_1 = nullptr) {
   check_nn_input(x, op);
+  if (q8_1) check_q8_1_out(x.dtype(), x.shape(), op);
   if (residual) {
     check_defined(*residual, op);
     check_same_device(x, *residual, op);
@@ -69,8 +88,11 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
     a.residual_offset = rd.layout().offset;
     a.sum = &sum_s;
   }
+  StoragePtr q8_s;
+  if (q8_1) a.q8_1 = &q8_s;
   Tensor out = wrap_like(xd.storage()->norm_last_dim(xd.layout(), a), x.shape(), x);
   if (residual) *sum = wrap_like(sum_s, x.shape(), x);
+  if (q8_1) set_q8_1(q8_1, q8_s, out);
   return out;
 }
 
@@ -132,13 +154,14 @@ Tensor Tensor::log_softmax_last_dim() const {
 Tensor Tensor::softmax(int64_t dim) const { return softmax_dim(*this, dim, false, "softmax"); }
 Tensor Tensor::log_softmax(int64_t dim) const { return softmax_dim(*this, dim, true, "log_softmax"); }
 
-Tensor Tensor::rms_norm(const Tensor& weight, double eps) const {
-  return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm");
+Tensor Tensor::rms_norm(const Tensor& weight, double eps, QTensor* q8_1) const {
+  return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm", nullptr, nullptr, q8_1);
 }
 
-std::pair<Tensor, Tensor> Tensor::add_rms_norm(const Tensor& residual, const Tensor& weight, double eps) const {
+std::pair<Tensor, Tensor> Tensor::add_rms_norm(const Tensor& residual, const Tensor& weight, double eps,
+                                               QTensor* q8_1) const {
   Tensor sum;
-  Tensor y = norm_impl(*this, weight, Tensor(), eps, true, "add_rms_norm", &residual, &sum);
+  Tensor y = norm_impl(*this, weight, Tensor(), eps, true, "add_rms_norm", &residual, &sum, q8_1);
   return {sum, y};
 }
 
@@ -156,7 +179,7 @@ Tensor Tensor::rope_thd(const Tensor& cos, const Tensor& sin) const {
   return rope_impl(*this, cos, sin, RopeKind::HalfSplitThd, "rope_thd");
 }
 
-Tensor Tensor::silu_mul(const Tensor& up) const {
+Tensor Tensor::silu_mul(const Tensor& up, QTensor* q8_1) const {
   const char* op = "silu_mul";
   check_defined(*this, op);
   check_defined(up, op);
@@ -164,8 +187,13 @@ Tensor Tensor::silu_mul(const Tensor& up) const {
   check_same_dtype(*this, up, op);
   check_float(*this, op);
   Shape s = broadcast_shapes(shape(), up.shape(), op);
-  return wrap_like(storage_->silu_mul(layout_.broadcast_as(s), *up.storage(), up.layout().broadcast_as(s)), s,
-                   *this);
+  if (q8_1) check_q8_1_out(dtype(), s, op);
+  StoragePtr q8_s;
+  Tensor y = wrap_like(
+      storage_->silu_mul(layout_.broadcast_as(s), *up.storage(), up.layout().broadcast_as(s), q8_1 ? &q8_s : nullptr),
+      s, *this);
+  if (q8_1) set_q8_1(q8_1, q8_s, y);
+  return y;
 }
 
 Tensor Tensor::swiglu() const {

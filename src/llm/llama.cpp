@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <tuple>
 
@@ -194,14 +195,16 @@ class LlamaModel : public Model {
     for (size_t l = 0; l < c.n_layers; ++l) {
       const Layer& L = layers_[l];
       Tensor h;
+      QTensor hq;  // h in Q8_1 from the norm's own kernel, where the products it feeds take it
+      QTensor* hq_out = q8_1_input(L.qkv.defined() ? L.qkv : L.q, T) ? &hq : nullptr;
       if (pending.defined())
-        std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps);
+        std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps, hq_out);
       else
-        h = x.rms_norm(L.attn_norm, c.rms_eps);
+        h = x.rms_norm(L.attn_norm, c.rms_eps, hq_out);
       // q, k, v as (1, T, heads, hd): column ranges of the stacked product, or one product each.
       auto heads = [&](const Tensor& t, size_t n) { return t.reshape({1, T, n, hd}); };
-      const Tensor y = L.qkv.defined() ? L.qkv.forward(h) : Tensor();
-      const Tensor v = heads(y.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h), nkv);
+      const Tensor y = L.qkv.defined() ? L.qkv.forward(h, hq) : Tensor();
+      const Tensor v = heads(y.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h, hq), nkv);
       Tensor q, k;
       if (y.defined() && !c.qk_norm) {
         // q and k heads side by side take the same rotation: one rope for both.
@@ -209,8 +212,8 @@ class LlamaModel : public Model {
         q = qk.narrow(1, 0, nh);
         k = qk.narrow(1, nh, nkv);
       } else {
-        q = heads(y.defined() ? y.narrow(1, 0, nh * hd) : L.q.forward(h), nh);
-        k = heads(y.defined() ? y.narrow(1, nh * hd, nkv * hd) : L.k.forward(h), nkv);
+        q = heads(y.defined() ? y.narrow(1, 0, nh * hd) : L.q.forward(h, hq), nh);
+        k = heads(y.defined() ? y.narrow(1, nh * hd, nkv * hd) : L.k.forward(h, hq), nkv);
         if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
           q = q.rms_norm(L.q_norm, c.rms_eps);
           k = k.rms_norm(L.k_norm, c.rms_eps);
@@ -234,18 +237,35 @@ class LlamaModel : public Model {
       }
       a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
       Tensor h2;
-      std::tie(x, h2) = x.add_rms_norm(L.o.forward(a), L.ffn_norm, c.rms_eps);
+      QTensor h2q, sq;
+      std::tie(x, h2) = x.add_rms_norm(L.o.forward(a), L.ffn_norm, c.rms_eps,
+                                       q8_1_input(L.gate_up.defined() ? L.gate_up : L.gate, T) ? &h2q : nullptr);
+      QTensor* sq_out = q8_1_input(L.down, T) ? &sq : nullptr;
+      Tensor s;
       if (L.gate_up.defined()) {
-        const Tensor y = L.gate_up.forward(h2);
-        pending = L.down.forward(y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate)));
+        const Tensor y = L.gate_up.forward(h2, h2q);
+        s = y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate), sq_out);
       } else {
-        pending = L.down.forward(L.gate.forward(h2).silu_mul(L.up.forward(h2)));
+        s = L.gate.forward(h2, h2q).silu_mul(L.up.forward(h2, h2q), sq_out);
       }
+      pending = L.down.forward(s, sq);
     }
     return pending.defined() ? x.add(pending) : x;
   }
 
-  Tensor head(const Tensor& x) const { return output_.forward(x.rms_norm(out_norm_, config_.rms_eps)).to_dtype(DType::F32); }
+  // Whether the producer of `lin`'s input should also write it in Q8_1: a quantized product of a
+  // few rows on a GPU (its matrix-vector path quantizes x to Q8_1; the producer's kernel does it
+  // instead, one launch fewer). The CPU quantizes activations its own way, prefill has no use.
+  bool q8_1_input(const Linear& lin, size_t rows) const {
+    static const bool off = std::getenv("WICK_NO_Q8P") != nullptr;  // WIP A/B knob
+    return !off && lin.q.defined() && device_.is_gpu() && rows == 1 && lin.q.dim(1) % 32 == 0;
+  }
+
+  Tensor head(const Tensor& x) const {
+    QTensor xq;
+    const Tensor h = x.rms_norm(out_norm_, config_.rms_eps, q8_1_input(output_, x.dim(0)) ? &xq : nullptr);
+    return output_.forward(h, xq).to_dtype(DType::F32);
+  }
 
   // One token on a GPU: the step recorded once per cache (wick::Graph) and replayed, with the token's
   // embedding row, rotary row and position written into the graph's inputs first. The host then

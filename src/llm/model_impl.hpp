@@ -46,7 +46,9 @@ struct Linear {
   Tensor w;   // (out, in), compute dtype
   QTensor q;  // (out, in), quantized
   Tensor b;   // (out), optional
-  Tensor forward(const Tensor& x) const;
+  // x_q8_1: x's rows in Q8_1 from x's producer (rms_norm, silu_mul), which a quantized product's
+  // matrix-vector path takes instead of quantizing x; ignored by plain weights.
+  Tensor forward(const Tensor& x, const QTensor& x_q8_1 = QTensor()) const;
   size_t bytes() const;
   size_t out_features() const { return q.defined() ? q.dim(0) : w.dim(0); }
   bool defined() const { return q.defined() || w.defined(); }

@@ -200,7 +200,7 @@ void silu_mul_runs(T* out, const Shape& shape, const Layout& la, const T* a, con
 
 }  // namespace
 
-StoragePtr CpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l) const {
+StoragePtr CpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l, StoragePtr*) const {
   auto out = new_storage(l.numel(), dtype_);
   const CpuStorage& up = as_cpu(up_s);
   return dispatch_float(dtype_, "silu_mul", [&](auto tag) -> StoragePtr {

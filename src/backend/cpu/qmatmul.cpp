@@ -272,7 +272,7 @@ void dequant_gemm(const QuantDims& q, const uint8_t* w, size_t row_bytes, const 
 
 }  // namespace
 
-StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const {
+StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage*) const {
   const size_t m = x_l.shape[0], n = q.rows, k = q.cols;
   const size_t row_bytes = n ? numel() / n : 0;
   const auto* w = static_cast<const uint8_t*>(data());

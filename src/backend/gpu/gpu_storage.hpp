@@ -136,7 +136,7 @@ class GpuStorage final : public Storage {
   StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const override;
   StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
                   const Layout& sin_l, const RopeDims& d) const override;
-  StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l) const override;
+  StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l, StoragePtr* q8_1) const override;
 
   // kernels/attention.cu (+ blas.cu)
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
@@ -145,7 +145,7 @@ class GpuStorage final : public Storage {
   // kernels/quant.cu (dequantize, quantize, qembedding), kernels/qmatmul.cu (qmatmul)
   StoragePtr dequantize(const QuantDims& q, DType dtype) const override;
   StoragePtr quantize(const Layout& l, const QuantDims& q) const override;
-  StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const override;
+  StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const override;
   StoragePtr qembedding(const QuantDims& q, const Storage& ids, const Layout& ids_l, DType dtype) const override;
 
  private:

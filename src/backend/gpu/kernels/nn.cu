@@ -16,6 +16,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/gpu/kernels/q8_1_store.cuh"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
@@ -233,12 +234,14 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 }
 
 // ---- rms_norm / layer_norm (w, b may be null: 1 and 0). mean = sum * inv_n (as the CPU);
-// the variance is a second pass around the mean over the registers.
-template <class T, int V, int E>
+// the variance is a second pass around the mean over the registers. Q8: the output rows in Q8_1
+// at q8 too (a block's 32 values in 32 / V lanes of one group: the launch checks that g is a
+// multiple of that and n_cols of 32); a template so the plain kernels keep their registers.
+template <class T, int V, int E, bool Q8 = false>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     norm_rows_kernel(const T* WICK_RESTRICT in, const T* WICK_RESTRICT w, const T* WICK_RESTRICT b,
                      T* WICK_RESTRICT out, const T* WICK_RESTRICT res, T* WICK_RESTRICT sum, int64_t rows, int n_cols,
-                     int g, compute_t<T> inv_n, double eps, bool rms) {
+                     int g, compute_t<T> inv_n, double eps, bool rms, uint8_t* WICK_RESTRICT q8) {
   kernel_entry();
   using C = compute_t<T>;
   constexpr int K = E / V;
@@ -293,6 +296,13 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
 #pragma unroll
         for (int j = 0; j < V; ++j) x[k * V + j] = nn::norm_out(x[k * V + j], mean, rstd, wv[j], bv[j]);
         store_vec<T, V>(out + off + col, x + k * V);
+      }
+      if constexpr (Q8) {  // every lane of the wave reaches the shuffles
+        float qv[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) qv[j] = col < n ? float(to_compute(cast<T>(x[k * V + j]))) : 0.0f;
+        const int64_t blk = col < n ? (row * n_cols + col) / 32 : 0;
+        store_q8_1<V>(qv, lane % (32 / V), col < n, q8 + blk * quant::dot::kQ8_1Bytes);
       }
     }
   }
@@ -429,6 +439,38 @@ template <class T> struct SiluMulMap {
   __device__ T operator()(T a, T b) const { return cast<T>(nn::SiluMul{}(to_compute(a), to_compute(b))); }
 };
 
+// silu_mul over rows of n_cols (a multiple of 32) with unit last strides, written contiguous and
+// as Q8_1 rows: V = 8 consecutive values per thread (16-byte loads for 2-byte types), a Q8_1
+// block in 32 / V lanes. The loop bound is uniform over each wave (shuffles inside).
+template <class T>
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    silu_mul_q8_kernel(const T* WICK_RESTRICT a, int64_t a_stride, const T* WICK_RESTRICT b, int64_t b_stride,
+                       T* WICK_RESTRICT out, uint8_t* WICK_RESTRICT q8, int64_t rows, int64_t n_cols) {
+  kernel_entry();
+  constexpr int V = 8;
+  const int64_t per_row = n_cols / V, chunks = rows * per_row, step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t base = int64_t(blockIdx.x) * blockDim.x; base < chunks; base += step) {
+    const int64_t c = base + threadIdx.x;
+    const bool valid = c < chunks;
+    const int64_t row = valid ? c / per_row : 0, col = valid ? (c - row * per_row) * V : 0;
+    float v[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = 0.0f;
+    if (valid) {
+      compute_t<T> x[V], u[V];
+      load_vec<T, V>(a + row * a_stride + col, x);
+      load_vec<T, V>(b + row * b_stride + col, u);
+#pragma unroll
+      for (int j = 0; j < V; ++j) x[j] = to_compute(SiluMulMap<T>{}(cast<T>(x[j]), cast<T>(u[j])));
+      store_vec<T, V>(out + row * n_cols + col, x);
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[j] = float(x[j]);
+    }
+    store_q8_1<V>(v, int(threadIdx.x) % (32 / V), valid,
+                  q8 + (valid ? (row * n_cols + col) / 32 : 0) * quant::dot::kQ8_1Bytes);
+  }
+}
+
 }  // namespace
 
 StoragePtr GpuStorage::softmax_last_dim(const Layout& l, bool log) const {
@@ -487,13 +529,30 @@ StoragePtr GpuStorage::norm_last_dim(const Layout& l, const NormArgs& a) const {
                      (!b || aligned_to(b, vb)) && (!res || (aligned_to(res, vb) && aligned_to(sum, vb)));
     const RowPlan p = plan_rows<T>(n, vec);
     const unsigned grid = row_grid(rows, p);
+    // The Q8_1 rows come from the register path with 16-byte chunks of f32/f16/bf16, a block's
+    // lanes in one group, and at most 16 values a thread (32 spill registers with the encoder).
+    constexpr bool q8_type = sizeof(T) == 2 || sizeof(T) == 4;
+    uint8_t* q8 = nullptr;
+    if (q8_type && a.q8_1 && vec && p.e != 0 && p.e <= 16 && n % 32 == 0 && p.g % (32 / kVec<T>) == 0) {
+      auto qs = new_storage(ordinal(), size_t(numel / 32) * quant::dot::kQ8_1Bytes, DType::U8);
+      q8 = qs->template ptr<uint8_t>();
+      *a.q8_1 = qs;
+    }
     if (p.e == 0) {
       launch_kernel(norm_long_kernel<T>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, n, inv_n, a.eps,
                     a.rms);
     } else {
       with_row_config<T>(vec, p.e, [&](auto v, auto e) {
-        launch_kernel(norm_rows_kernel<T, decltype(v)::value, decltype(e)::value>, grid, p.block, 0, stream(), in, w, b,
-                      o, res, sum, rows, int(n), p.g, inv_n, a.eps, a.rms);
+        constexpr int V = decltype(v)::value, E = decltype(e)::value;
+        if constexpr (q8_type && V == kVec<T> && E <= 16) {
+          if (q8) {
+            launch_kernel(norm_rows_kernel<T, V, E, true>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows,
+                          int(n), p.g, inv_n, a.eps, a.rms, q8);
+            return;
+          }
+        }
+        launch_kernel(norm_rows_kernel<T, V, E>, grid, p.block, 0, stream(), in, w, b, o, res, sum, rows, int(n), p.g,
+                      inv_n, a.eps, a.rms, q8);
       });
     }
     check_launch(op);
@@ -529,12 +588,40 @@ StoragePtr GpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, c
   });
 }
 
-StoragePtr GpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l) const {
+// The row stride of a layout whose leading dims collapse onto rows of unit-stride elements, or
+// -1 (rank 1: one row).
+int64_t collapsed_row_stride(const Layout& l) {
+  const size_t r = l.shape.size();
+  if (r == 0 || l.strides[r - 1] != 1) return -1;
+  if (r == 1) return int64_t(l.shape[0]);
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (l.shape[i] != 1 && l.strides[i] != l.strides[i + 1] * int64_t(l.shape[i + 1])) return -1;
+  return l.strides[r - 2];
+}
+
+StoragePtr GpuStorage::silu_mul(const Layout& l, const Storage& up_s, const Layout& up_l, StoragePtr* q8_1) const {
   DeviceGuard dg(ordinal());
   const GpuStorage& up = as_gpu(up_s);
   auto out = new_storage(ordinal(), l.numel(), dtype_);
   return dispatch_float(dtype_, "silu_mul", [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
+    if constexpr (sizeof(T) == 2) {
+      // With Q8_1 rows asked for: one kernel writes both (16-byte aligned rows of whole blocks).
+      const int64_t n = l.shape.empty() ? 1 : int64_t(l.shape.back()), numel = int64_t(l.numel());
+      const int64_t sa = collapsed_row_stride(l), sb = collapsed_row_stride(up_l);
+      const T* a = ptr<T>() + l.offset;
+      const T* b = up.ptr<T>() + up_l.offset;
+      if (q8_1 && numel > 0 && n % 32 == 0 && sa >= 0 && sb >= 0 && sa % 8 == 0 && sb % 8 == 0 && aligned_to(a, 16) &&
+          aligned_to(b, 16)) {
+        auto qs = new_storage(ordinal(), size_t(numel / 32) * quant::dot::kQ8_1Bytes, DType::U8);
+        const int64_t rows = numel / n;
+        launch_kernel(silu_mul_q8_kernel<T>, grid_for(numel / 8), kBlock, 0, stream(), a, sa, b, sb,
+                      out->template ptr<T>(), qs->template ptr<uint8_t>(), rows, n);
+        check_launch("silu_mul");
+        *q8_1 = qs;
+        return out;
+      }
+    }
     launch_map(stream(), out->template ptr<T>(), l.shape, SiluMulMap<T>{}, {&l, &up_l}, ptr<T>(), up.ptr<T>());
     return out;
   });

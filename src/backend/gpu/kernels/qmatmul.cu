@@ -7,6 +7,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
+#include "backend/gpu/kernels/q8_1_store.cuh"
 #include "backend/gpu/kernels/qmatvec.hpp"
 #include "backend/gpu/kernels/quant.hpp"
 #include "ops/quant_dot.hpp"
@@ -20,8 +21,7 @@ using quant::dot::kQ8_1Bytes;
 // Rows of x padded to the kernel's row count (1, 2, 4 or 8); the padded rows are zeros.
 int padded_rows(size_t m) { return m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8; }
 
-// One Q8_1 block per 32 lanes (lane j: element j), the same bytes as quantize_block_q8_1. Xor
-// shuffles below 32 stay within a 32-lane group on wave32 and wave64 alike. Rows >= m are zero.
+// One Q8_1 block per 32 lanes (lane j: element j). Rows >= m are zero.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvQuantBlock)
     quantize_q8_1_kernel(const T* WICK_RESTRICT x, int64_t x_off, int64_t x_stride, int64_t m, int64_t rows, int64_t xb,
@@ -31,30 +31,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvQuantBlock)
   const int lane = int(threadIdx.x & 31);
   const bool valid = blk < rows * xb;  // every lane takes part in the shuffles
   const int64_t row = valid ? blk / xb : 0, b = blk - row * xb;
-  const float v = valid && row < m ? cast<float>(x[x_off + row * x_stride + b * 32 + lane]) : 0.0f;
-  const float a = ::fabsf(v);
-  // ggml's running MAX(amax, |x_j|) from 0: a NaN replaces the running value and the next element
-  // replaces the NaN, so it is the max after the last NaN (NaN when that is the last element).
-  int last_nan = a != a ? lane : -1;
-  for (int o = 16; o > 0; o >>= 1) {
-    const int other = shfl_xor(last_nan, o);
-    last_nan = other > last_nan ? other : last_nan;
-  }
-  float am = lane > last_nan ? a : 0.0f;
-  for (int o = 16; o > 0; o >>= 1) am = ::fmaxf(am, shfl_xor(am, o));
-  const float amax = last_nan == 31 ? wick::detail::bits_f32(0x7fc00000u) : am;
-  const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  const int q = quant::detail::round_to_int(mul_rn(v, id));
-  int sum = int(int8_t(q));
-  for (int o = 16; o > 0; o >>= 1) sum += shfl_xor(sum, o);
-  if (!valid) return;
-  uint8_t* o = out + blk * kQ8_1Bytes;
-  o[4 + lane] = uint8_t(int8_t(q));
-  if (lane == 0) {
-    quant::detail::st_f16(o, d);
-    quant::detail::st_f16(o + 2, mul_rn(float(sum), d));
-  }
+  const float v[1] = {valid && row < m ? cast<float>(x[x_off + row * x_stride + b * 32 + lane]) : 0.0f};
+  store_q8_1<1>(v, lane, valid, out + (valid ? blk : 0) * kQ8_1Bytes);
 }
 
 // Output element (i, r) of dtype code: 0 f32, 1 f16, 2 bf16 (one kernel for every x dtype).
@@ -156,15 +134,7 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
     throw Error(ErrorKind::Internal, "qmatvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
                                          std::to_string(tune::kQmvMaxRows));
   if (n == 0 || k == 0) return;
-  // The dot products load whole words of weight blocks, 16 bytes for Q4_K/Q5_K (quant_dot.hpp):
-  // rows are whole blocks, so the weights' start must be 16-byte aligned (storage starts are).
-  if (reinterpret_cast<uintptr_t>(w) % 16 != 0)
-    throw Error(ErrorKind::Internal, "qmatvec: the weights start at a pointer that is not 16-byte aligned");
   const int rows = padded_rows(m);
-  const int threads = block_threads ? block_threads : tune::kQmvBlock;
-  if (threads % 64 != 0 || threads > tune::kQmvMaxBlock)
-    throw Error(ErrorKind::Argument, "qmatvec: block_threads must be 0 or a multiple of 64 up to " +
-                                         std::to_string(tune::kQmvMaxBlock) + ", got " + std::to_string(block_threads));
   const int64_t xb = int64_t(k / 32);
   auto* xq = static_cast<uint8_t*>(scratch);
   const int64_t lanes = int64_t(rows) * xb * 32;
@@ -174,47 +144,75 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
     launch_kernel(quantize_q8_1_kernel<T>, qgrid, tune::kQmvQuantBlock, 0, s, static_cast<const T*>(x),
                   int64_t(x_offset), int64_t(x_row_stride), int64_t(m), rows, xb, xq);
   };
-  int y_dt;
   switch (x_dtype) {
     case DType::F32:
-      quantize(float{}), y_dt = 0;
+      quantize(float{});
       break;
     case DType::F16:
-      quantize(f16{}), y_dt = 1;
+      quantize(f16{});
       break;
     case DType::BF16:
-      quantize(bf16{}), y_dt = 2;
+      quantize(bf16{});
       break;
     default:
       throw Error(ErrorKind::DType, std::string("qmatmul: x must be f32, f16 or bf16, got ") + dtype_name(x_dtype));
   }
   check_launch("qmatvec quantize");
-  const size_t xq_row_bytes = size_t(xb) * kQ8_1Bytes;
+  qmatvec_q8_1(s, t, w, n, k, xq, size_t(rows), m, y, x_dtype, rows_per_block, block_threads);
+}
+
+void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* xq, size_t xq_rows,
+                  size_t m, void* y, DType y_dtype, int rows_per_block, int block_threads) {
+  const int rows = padded_rows(m);
+  if (m == 0 || m > size_t(tune::kQmvMaxRows) || xq_rows < size_t(rows))
+    throw Error(ErrorKind::Internal, "qmatvec: " + std::to_string(m) + " rows with " + std::to_string(xq_rows) +
+                                         " Q8_1 rows; the matrix-vector path takes 1 to " +
+                                         std::to_string(tune::kQmvMaxRows) + " rows, padded to 1, 2, 4 or 8");
+  if (n == 0 || k == 0) return;
+  // The dot products load whole words of weight blocks, 16 bytes for Q4_K/Q5_K (quant_dot.hpp):
+  // rows are whole blocks, so the weights' start must be 16-byte aligned (storage starts are).
+  if (reinterpret_cast<uintptr_t>(w) % 16 != 0)
+    throw Error(ErrorKind::Internal, "qmatvec: the weights start at a pointer that is not 16-byte aligned");
+  const int threads = block_threads ? block_threads : tune::kQmvBlock;
+  if (threads % 64 != 0 || threads > tune::kQmvMaxBlock)
+    throw Error(ErrorKind::Argument, "qmatvec: block_threads must be 0 or a multiple of 64 up to " +
+                                         std::to_string(tune::kQmvMaxBlock) + ", got " + std::to_string(block_threads));
+  const int y_dt = y_dtype == DType::F32 ? 0 : y_dtype == DType::F16 ? 1 : y_dtype == DType::BF16 ? 2 : -1;
+  if (y_dt < 0)
+    throw Error(ErrorKind::DType, std::string("qmatmul: y must be f32, f16 or bf16, got ") + dtype_name(y_dtype));
+  const size_t xq_row_bytes = (k / 32) * kQ8_1Bytes;
   const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(xq);
   switch (rows) {
     case 1:
-      launch_qmv<1>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
+      launch_qmv<1>(s, t, wb, n, k, xb, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
     case 2:
-      launch_qmv<2>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
+      launch_qmv<2>(s, t, wb, n, k, xb, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
     case 4:
-      launch_qmv<4>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
+      launch_qmv<4>(s, t, wb, n, k, xb, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
     default:
-      launch_qmv<8>(s, t, wb, n, k, xq, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
+      launch_qmv<8>(s, t, wb, n, k, xb, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
       break;
   }
 }
 
-StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l) const {
+StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const {
   const size_t m = x_l.shape[0];
   if (m > size_t(tune::kQmvMaxRows)) return qmatmul_prefill(*this, q, x, x_l);
   DeviceGuard dg(ordinal());
   auto out = new_storage(ordinal(), m * q.rows, x.dtype());
-  Scratch xq(ordinal(), qmatvec_scratch_bytes(m, q.cols));
+  // Rows already quantized by their producer (norms, silu_mul): no quantization kernel. The
+  // kernel reads padded rows, so only row counts that need no padding take them.
+  if (xq != nullptr && size_t(padded_rows(m)) == m) {
+    qmatvec_q8_1(stream(), q.type, data(), q.rows, q.cols, as_gpu(*xq).data(), m, m, out->data(), x.dtype());
+    return out;
+  }
+  Scratch xs(ordinal(), qmatvec_scratch_bytes(m, q.cols));
   qmatvec(stream(), q.type, data(), q.rows, q.cols, as_gpu(x).data(), x.dtype(), m, x_l.offset, size_t(x_l.strides[0]),
-          xq.b.ptr, out->data());
+          xs.b.ptr, out->data());
   return out;
 }
 

@@ -24,4 +24,10 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
              size_t x_offset, size_t x_row_stride, void* scratch, void* y, int rows_per_block = 0,
              int block_threads = 0);
 
+// The same product on rows already in Q8_1 (xq: xq_rows >= m rows of k / 32 blocks, the padded
+// rows past m zeros or anything: their results are not stored); y (m, n) in y_dtype. No
+// quantization kernel: a producer wrote xq (kernels/q8_1_store.cuh).
+void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* xq, size_t xq_rows,
+                  size_t m, void* y, DType y_dtype, int rows_per_block = 0, int block_threads = 0);
+
 }  // namespace wick::gpu
