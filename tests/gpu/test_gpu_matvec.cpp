@@ -115,3 +115,42 @@ TEST(GpuMatVec, NonFiniteValuesPropagate) {
     EXPECT_TRUE(std::isinf(y[3]) && y[3] > 0) << y[3];
   }
 }
+
+// Settled weights (GpuStorage::settled: an upload, or kernel writes before a synchronisation) are read
+// before the kernel's PDL wait. Each product below comes right after a kernel that writes its W (a
+// kernel's output, an in-place write of an uploaded W, a graph replay), where an early read would see the
+// old bytes: W is large (16 MiB, a write of several microseconds) and its old bytes are zeros.
+TEST(GpuMatVec, WeightsWrittenJustBefore) {
+  const size_t n = 2048, k = 4096;
+  const Tensor xh = Tensor::from_vector(normal(k, 41), {1, k}).to_dtype(DType::F16);
+  const Tensor wh = Tensor::from_vector(normal(n * k, 42), {n, k}).to_dtype(DType::F16);
+  const Tensor x = xh.to_device(gpu()), wsrc = wh.to_device(gpu());
+  const Tensor zero = Tensor::full({1}, 0, DType::I32, gpu());
+  for (int rep = 0; rep < 3; ++rep) {
+    // An uploaded (settled) W, overwritten in place by a kernel, then the product at once.
+    Tensor w = Tensor::zeros({n, k}, DType::F16, Device::cpu()).to_device(gpu());
+    synchronize(gpu());
+    w.slice_set(wsrc, 0, zero);
+    expect_close(xh, wh, x.matmul(w.t()), "in-place write, rep " + std::to_string(rep));
+    // W as the output of the kernel just before.
+    const Tensor w2 = wsrc.affine(1.0, 0.0);
+    expect_close(xh, wh, x.matmul(w2.t()), "kernel output, rep " + std::to_string(rep));
+  }
+  // Inside a graph: W written by the node before the product; then an eager product right after a replay
+  // that rewrote W.
+  Tensor w = Tensor::zeros({n, k}, DType::F16, Device::cpu()).to_device(gpu());
+  Tensor src = Tensor::zeros({n, k}, DType::F16, Device::cpu()).to_device(gpu());
+  Tensor y;
+  synchronize(gpu());
+  Graph g = Graph::capture(gpu(), [&] {
+    w.slice_set(src, 0, zero);
+    y = x.matmul(w.t());
+  });
+  src.copy_from(wsrc);
+  g.replay();
+  expect_close(xh, wh, y, "graph: write then product");
+  synchronize(gpu());
+  src.copy_from(wsrc.affine(-1.0, 0.0));
+  g.replay();
+  expect_close(xh, wh.affine(-1.0, 0.0), x.matmul(w.t()), "eager product after a replay wrote W");
+}
