@@ -18,8 +18,7 @@
 # __CUDACC__/__HIPCC__/__device__/__global__ in a public header but config.hpp's WICK_HD. Each
 # public header compiles alone as plain C++20 (g++, no -D flags): no device code in the API.
 # GPU kernels (programmatic dependent launch, src/backend/gpu/device_utils.cuh): each __global__
-# body begins with kernel_entry() (or with WICK_SETTLED_LOADS, loads of settled weights, and then
-# calls kernel_entry()); launches go through launch_kernel() (no <<< elsewhere); no bare
+# body begins with kernel_entry(); launches go through launch_kernel() (no <<< elsewhere); no bare
 # __restrict__ (WICK_RESTRICT).
 #
 # Usage: scripts/check_layers.sh [ROOT]   (ROOT defaults to the repository of this script)
@@ -122,12 +121,9 @@ for f in files("src/backend/gpu"):
     code = "\n".join(l.split("//", 1)[0] for l in text.split("\n"))
     for m in re.finditer(r"__global__", code):
         body = code.find("{", m.end())
-        rest = code[body + 1:].lstrip()
-        # WICK_SETTLED_LOADS: loads of settled memory first, then kernel_entry() (device_utils.cuh).
-        settled = rest.startswith("WICK_SETTLED_LOADS") and "kernel_entry();" in rest[:rest.find("\n}\n")]
-        if not rest.startswith("kernel_entry();") and not settled:
-            bad.append("%s:%d: a __global__ body must begin with kernel_entry(), or WICK_SETTLED_LOADS and then "
-                       "call it (PDL: %s)" % (f, code.count("\n", 0, m.start()) + 1, launcher))
+        if not code[body + 1:].lstrip().startswith("kernel_entry();"):
+            bad.append("%s:%d: a __global__ body must begin with kernel_entry() (PDL: %s)" %
+                       (f, code.count("\n", 0, m.start()) + 1, launcher))
     for n, line in enumerate(code.split("\n"), 1):
         if "<<<" in line and not (f == launcher and "kernel<<<grid, block, smem, s>>>" in line):
             bad.append("%s:%d: launch kernels with launch_kernel() (%s), not <<<>>>" % (f, n, launcher))

@@ -219,26 +219,9 @@ Device GpuBackend::device() const {
   return Device::unchecked(built_kind(), ordinal_);
 }
 
-namespace {
-// Raises a to at least v (several host threads may synchronise at once).
-void raise_to(std::atomic<uint64_t>& a, uint64_t v) {
-  uint64_t cur = a.load();
-  while (cur < v && !a.compare_exchange_weak(cur, v)) {
-  }
-}
-}  // namespace
-
-void synchronize_stream(DeviceContext& ctx) {
-  // Read before the wait: what was enqueued before this point is complete when it returns.
-  const uint64_t tickets = ctx.write_tickets.load(), replays = ctx.replays.load();
-  check(gpuStreamSynchronize(ctx.stream), "StreamSynchronize");
-  raise_to(ctx.settled_tickets, tickets);
-  raise_to(ctx.settled_replays, replays);
-}
-
 void GpuBackend::synchronize() {
   DeviceGuard g(ordinal_);
-  synchronize_stream(context(ordinal_));
+  check(gpuStreamSynchronize(context(ordinal_).stream), "StreamSynchronize");
 }
 
 }  // namespace wick::gpu

@@ -41,13 +41,6 @@ __device__ __forceinline__ void kernel_entry() {
 #endif
 }
 
-// A kernel whose body opens with WICK_SETTLED_LOADS may read, before its kernel_entry(), memory that no
-// kernel still in flight can write: storages the launcher found GpuStorage::settled() (a matrix-vector
-// product's weights). Only the kernel just before it in the stream can still be running at that point
-// (every earlier one completed before that kernel passed its own wait), so those loads overlap its tail.
-// The marker expands to nothing; scripts/check_layers.sh accepts it in place of a leading kernel_entry().
-#define WICK_SETTLED_LOADS
-
 // __restrict__ lets the compiler move loads through a pointer above the wait in kernel_entry() (the
 // wait is not an access "through" that pointer), reading what the previous kernel has not yet written:
 // kernels say WICK_RESTRICT, which is __restrict__ only where there is no PDL.

@@ -1,7 +1,5 @@
 #pragma once
 // The GPU backend's storage and per-device context. One source for CUDA and HIP.
-#include <atomic>
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,15 +34,8 @@ struct DeviceContext {
   std::mutex blas_mutex;
   int* error_flag = nullptr;   // device int, 0 when no kernel reported an error
   std::string arch;            // "sm_90", "gfx942"
-  // GpuStorage::settled's bookkeeping: every storage a kernel may write takes the next write ticket, every
-  // graph replay counts; a completed synchronize_stream() settles the tickets and replays issued before it.
-  std::atomic<uint64_t> write_tickets{0}, settled_tickets{0};
-  std::atomic<uint64_t> replays{0}, settled_replays{0};
 };
 DeviceContext& context(int ordinal);  // opened on first use
-// Waits until the device's stream is idle; the kernel writes and graph replays enqueued before the call
-// are then settled (GpuStorage::settled). Every host-blocking wait on the stream should go through it.
-void synchronize_stream(DeviceContext& ctx);
 // Makes ordinal the current device of this thread for the caller's scope.
 struct DeviceGuard {
   explicit DeviceGuard(int ordinal);
@@ -86,16 +77,6 @@ class GpuStorage final : public Storage {
   const void* data() const { return buf_.ptr; }
   template <class T> T* ptr() { return static_cast<T*>(buf_.ptr); }
   template <class T> const T* ptr() const { return static_cast<const T*>(buf_.ptr); }
-  // Whether no kernel still in flight can write this storage: no kernel ever wrote it (an upload), or
-  // every kernel that did was enqueued before a completed synchronize_stream() and no graph has been
-  // replayed since. Kernels may then read it before their PDL wait (WICK_SETTLED_LOADS in
-  // device_utils.cuh): a matrix-vector product's weights stream in while the previous kernel drains.
-  // Assumes one host thread enqueues work on a device at a time (one stream per device).
-  bool settled() const;
-  // A kernel is about to write this storage in place (a new storage starts as kernel-written).
-  void mark_kernel_write() { write_ticket_ = ++ctx().write_tickets; }
-  // Its bytes came from the host (GpuBackend::from_host), with the stream synchronised after the copy.
-  void mark_uploaded() { write_ticket_ = 0; }
 
   // kernels/fill_copy.cu
   void copy_to_host(void* dst) const override;
@@ -171,7 +152,6 @@ class GpuStorage final : public Storage {
   DeviceBuffer buf_;
   size_t numel_ = 0;
   DType dtype_;
-  std::atomic<uint64_t> write_ticket_{0};  // 0: no kernel has written it
 };
 
 inline const GpuStorage& as_gpu(const Storage& s) { return static_cast<const GpuStorage&>(s); }

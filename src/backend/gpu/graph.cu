@@ -26,7 +26,6 @@ class GpuRecording final : public Backend::Recording {
 
   void replay() override {
     DeviceGuard g(ordinal_);
-    ++context(ordinal_).replays;  // what the graph writes is unsettled until the next synchronize_stream
     check(gpuGraphLaunch(exec_, context(ordinal_).stream), "GraphLaunch");
   }
 

@@ -14,13 +14,6 @@ GpuStorage::GpuStorage(int ordinal, size_t numel, DType dtype) : numel_(numel), 
     throw Error(ErrorKind::OutOfMemory, "gpu alloc: " + std::to_string(numel) + " x " + dtype_name(dtype) +
                                             " overflows the address space");
   buf_ = device_alloc(ordinal, numel * es);
-  mark_kernel_write();  // until said otherwise: most storages are a kernel's output
-}
-
-bool GpuStorage::settled() const {
-  const DeviceContext& c = ctx();
-  const uint64_t t = write_ticket_.load();
-  return t == 0 || (t <= c.settled_tickets.load() && c.replays.load() == c.settled_replays.load());
 }
 
 GpuStorage::~GpuStorage() { device_free(buf_); }
@@ -31,7 +24,7 @@ void GpuStorage::copy_to_host(void* dst) const {
   DeviceGuard g(ordinal());
   if (numel_ == 0) return;
   check(gpuMemcpyAsync(dst, buf_.ptr, numel_ * dtype_size(dtype_), gpuMemcpyDeviceToHost, stream()), "MemcpyAsync(D2H)");
-  synchronize_stream(ctx());
+  check(gpuStreamSynchronize(stream()), "StreamSynchronize");
 }
 
 StoragePtr GpuStorage::try_clone(const Layout& l) const {
@@ -54,7 +47,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock) const_set_kernel(T* p, int64_t n, T v
 
 void GpuStorage::const_set(Scalar v, const Layout& l) {
   DeviceGuard g(ordinal());
-  mark_kernel_write();
   const int64_t n = int64_t(l.numel());
   if (n == 0) return;
   dispatch_dtype(dtype_, [&](auto tag) {
@@ -79,7 +71,6 @@ template <class T> struct Identity {
 void GpuStorage::copy_strided_src(Storage& dst_s, size_t dst_offset, const Layout& src_l) const {
   GpuStorage& dst = as_gpu(dst_s);
   DeviceGuard g(ordinal());
-  dst.mark_kernel_write();
   const size_t n = src_l.numel();
   if (n == 0) return;
   const size_t es = dtype_size(dtype_);
@@ -109,7 +100,6 @@ void GpuStorage::copy2d(Storage& dst_s, size_t d1, size_t d2, size_t src_s, size
   GpuStorage& dst = as_gpu(dst_s);
   DeviceGuard g(ordinal());
   if (d1 == 0 || d2 == 0) return;
-  dst.mark_kernel_write();  // a copy engine's write; counted as a kernel's to stay on the safe side
   const size_t es = dtype_size(dtype_);
   check(gpuMemcpy2DAsync(static_cast<char*>(dst.data()) + dst_offset * es, dst_s_ * es,
                          static_cast<const char*>(data()) + src_offset * es, src_s * es, d2 * es, d1,
@@ -138,7 +128,6 @@ void GpuStorage::copy_strided_at(const Layout& src_l, Storage& dst_s, const Layo
   GpuStorage& dst = as_gpu(dst_s);
   const GpuStorage& start = as_gpu(start_s);
   DeviceGuard g(ordinal());
-  dst.mark_kernel_write();
   auto copy_as = [&](auto tag) {  // a copy moves bits: one kernel per element size
     using T = decltype(tag);
     for_each_desc<2>(src_l.shape, {&dst_l, &src_l}, 0, [&](const StridedDesc<2>& d, int64_t, int64_t n) {
@@ -191,9 +180,8 @@ StoragePtr GpuBackend::from_host(const void* data, size_t numel, DType dtype) {
     check(gpuMemcpyAsync(s->data(), data, numel * dtype_size(dtype), gpuMemcpyHostToDevice, s->stream()),
           "MemcpyAsync(H2D)");
     // the caller may free `data` on return: make sure the copy has read it
-    synchronize_stream(s->ctx());
+    check(gpuStreamSynchronize(s->stream()), "StreamSynchronize");
   }
-  s->mark_uploaded();
   return s;
 }
 

@@ -269,14 +269,12 @@ StoragePtr GpuStorage::gather(const Layout& l, const Storage& ids_s, const Layou
 
 void GpuStorage::scatter_set(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
                              const Layout& src_l, size_t dim) {
-  mark_kernel_write();
   scatter_entry<false>(*this, l, ids, ids_l, src, src_l, dim, "scatter_set");
 }
 
 // Half types: each add is done in f32 and rounded back, as on the CPU.
 void GpuStorage::scatter_add_set(const Layout& l, const Storage& ids, const Layout& ids_l, const Storage& src,
                                  const Layout& src_l, size_t dim) {
-  mark_kernel_write();
   scatter_entry<true>(*this, l, ids, ids_l, src, src_l, dim, "scatter_add_set");
 }
 

@@ -186,35 +186,27 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
 template <class T, int M, int R>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kMvMaxBlock)
     matvec_kernel(const T* WICK_RESTRICT x, int64_t x_ld, int m, const T* WICK_RESTRICT w, int64_t w_ld, int64_t n,
-                  int64_t k, T* WICK_RESTRICT y, bool w_settled) {
-  WICK_SETTLED_LOADS  // W's first round, when W is settled (see below)
+                  int64_t k, T* WICK_RESTRICT y) {
+  kernel_entry();
   constexpr int V = 8;  // 8 x 16-bit = 16 bytes
   constexpr int U = tune::kMvUnroll;
   const int64_t row0 = int64_t(blockIdx.x) * R;
   const T* wr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) wr[r] = w + (row0 + r < n ? row0 + r : n - 1) * w_ld;  // past n: not stored
-  const int64_t vecs = k / V, step = blockDim.x;
-  VecOf<T, V> wv[U][R];
-  auto load = [&](int64_t v0) {
-#pragma unroll
-    for (int j = 0; j < U; ++j)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-        if (v0 + j * step < vecs) wv[j][r] = reinterpret_cast<const VecOf<T, V>*>(wr[r])[v0 + j * step];
-  };
-  // Settled weights (GpuStorage::settled: no kernel in flight writes them) are read before the PDL
-  // wait, so the first round streams in while the previous kernel drains; x, which that kernel
-  // writes, only after it. H200, decode tg128: 1.1B F16 +8%, 7B F16 +5%.
-  if (w_settled) load(threadIdx.x);
-  kernel_entry();
   float acc[R][M];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int i = 0; i < M; ++i) acc[r][i] = 0.0f;
+  const int64_t vecs = k / V, step = blockDim.x;
   for (int64_t v0 = threadIdx.x; v0 < vecs; v0 += step * U) {
-    if (!w_settled || v0 != int64_t(threadIdx.x)) load(v0);
+    VecOf<T, V> wv[U][R];
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (v0 + j * step < vecs) wv[j][r] = reinterpret_cast<const VecOf<T, V>*>(wr[r])[v0 + j * step];
           // Guards, not breaks: clang 17 (ROCm 5.7) refuses to unroll a loop that breaks.
 #pragma unroll
     for (int j = 0; j < U; ++j) {
@@ -259,9 +251,9 @@ bool matvec_applies(const MatmulDims& d, DType dt, const void* a, const Layout& 
 
 template <class T, int M, int R>
 void launch_matvec_r(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
-                     T* y, int threads, bool w_settled) {
+                     T* y, int threads) {
   const unsigned grid = unsigned((n + R - 1) / R);
-  launch_kernel(matvec_kernel<T, M, R>, grid, threads, 0, s, x, x_ld, m, w, w_ld, n, k, y, w_settled);
+  launch_kernel(matvec_kernel<T, M, R>, grid, threads, 0, s, x, x_ld, m, w, w_ld, n, k, y);
   check_launch("matmul(matvec)");
 }
 
@@ -269,27 +261,27 @@ void launch_matvec_r(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w,
 // qmatvec's sweep; 8 rows held 32 16-byte vectors and spilled on AMD wave64); more rows keep the tuned count.
 template <class T, int M>
 void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
-                     T* y, int rows_per_block, int threads, bool w_settled) {
+                     T* y, int rows_per_block, int threads) {
   if constexpr (M == 1) {
     switch (rows_per_block ? rows_per_block : tune::kMvRows) {
       case 1:
-        return launch_matvec_r<T, 1, 1>(s, x, x_ld, m, w, w_ld, n, k, y, threads, w_settled);
+        return launch_matvec_r<T, 1, 1>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       case 2:
-        return launch_matvec_r<T, 1, 2>(s, x, x_ld, m, w, w_ld, n, k, y, threads, w_settled);
+        return launch_matvec_r<T, 1, 2>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       case 4:
-        return launch_matvec_r<T, 1, 4>(s, x, x_ld, m, w, w_ld, n, k, y, threads, w_settled);
+        return launch_matvec_r<T, 1, 4>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       default:
         throw Error(ErrorKind::Argument,
                     "matvec: rows_per_block must be 0, 1, 2 or 4, got " + std::to_string(rows_per_block));
     }
   } else {
-    launch_matvec_r<T, M, tune::kMvRows>(s, x, x_ld, m, w, w_ld, n, k, y, threads, w_settled);
+    launch_matvec_r<T, M, tune::kMvRows>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
   }
 }
 
 template <class T>
 void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T* x, int64_t x_ld, const T* w,
-                   int64_t w_ld, T* y, bool w_settled, int rows_per_block = 0, int threads = 0) {
+                   int64_t w_ld, T* y, int rows_per_block = 0, int threads = 0) {
   if ((n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
     throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
   const int th = threads ? threads : tune::kMvBlock;
@@ -297,26 +289,25 @@ void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T*
     throw Error(ErrorKind::Argument, "matvec: block_threads must be 0 or a multiple of 64 up to " +
                                          std::to_string(tune::kMvMaxBlock) + ", got " + std::to_string(threads));
   const int m = int(m_rows);
-  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th, w_settled);
-  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th, w_settled);
-  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th, w_settled);
-  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th, w_settled);
+  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
 }
 
 }  // namespace
 
 void matvec(gpuStream_t s, DType dt, const void* x, int64_t x_ld, size_t m, const void* w, int64_t w_ld, size_t n,
-            size_t k, void* y, int rows_per_block, int block_threads, bool w_settled) {
+            size_t k, void* y, int rows_per_block, int block_threads) {
   if (m == 0 || m > size_t(tune::kMvMaxRows))  // the kernels hold at most 8 rows of x (as qmatvec)
     throw Error(ErrorKind::Internal, "matvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
                                          std::to_string(tune::kMvMaxRows));
   if (dt == DType::F16)
     launch_matvec<f16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const f16*>(x), x_ld,
-                       static_cast<const f16*>(w), w_ld, static_cast<f16*>(y), w_settled, rows_per_block, block_threads);
+                       static_cast<const f16*>(w), w_ld, static_cast<f16*>(y), rows_per_block, block_threads);
   else if (dt == DType::BF16)
     launch_matvec<bf16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const bf16*>(x), x_ld,
-                        static_cast<const bf16*>(w), w_ld, static_cast<bf16*>(y), w_settled, rows_per_block,
-                        block_threads);
+                        static_cast<const bf16*>(w), w_ld, static_cast<bf16*>(y), rows_per_block, block_threads);
   else
     throw Error(ErrorKind::DType, std::string("matvec: f16 or bf16, got ") + dtype_name(dt));
 }
@@ -349,7 +340,7 @@ StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
     } else if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
       if (matvec_applies(d, dtype_, data(), lhs_l, ab, rhs.data(), rhs_l, bb)) {
         launch_matvec<T>(stream(), int64_t(d.m), int64_t(d.n), int64_t(d.k), ptr<T>() + lhs_l.offset, ab.ld,
-                         rhs.ptr<T>() + rhs_l.offset, bb.ld, out->ptr<T>(), rhs.settled());
+                         rhs.ptr<T>() + rhs_l.offset, bb.ld, out->ptr<T>());
       } else {
         gemm_batches(ctx(), dtype_, d, static_cast<const char*>(data()), lhs_l, ab,
                      static_cast<const char*>(rhs.data()), rhs_l, bb, static_cast<char*>(out->data()));
