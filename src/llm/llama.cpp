@@ -257,7 +257,7 @@ class LlamaModel : public Model {
   // few rows on a GPU (its matrix-vector path quantizes x to Q8_1; the producer's kernel does it
   // instead, one launch fewer). The CPU quantizes activations its own way, prefill has no use.
   bool q8_1_input(const Linear& lin, size_t rows) const {
-    static const bool off = std::getenv("WICK_NO_Q8P") != nullptr;  // WIP A/B knob
+    static const bool off = std::getenv("WICK_NO_Q8P") != nullptr;  // the A/B knob of docs/quant.md
     return !off && lin.q.defined() && device_.is_gpu() && rows == 1 && lin.q.dim(1) % 32 == 0;
   }
 
