@@ -4,7 +4,7 @@
 #  1. for ROCm inside the Debian roots of rocm_root.sh, as WICK_CI_ROCM_SUITES says (default: both):
 #     forky (Debian testing: HIP 6.4, clang 21) for gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201 with
 #     ctest there (CPU tests pass, GPU suites skip: no device); trixie (Debian 13's ROCm 5.7, what
-#     stable users have) for gfx90a;gfx942;gfx1030;gfx1100. In each the built `wick info` must exit 0,
+#     stable users have) for WICK_CI_TRIXIE_TARGETS (default gfx90a;gfx942;gfx1030;gfx1100). In each the built `wick info` must exit 0,
 #     list no ROCm device and say why. Each ROCm build prints hip-clang's kernel resource remarks
 #     (-DWICK_AMD_RESOURCE_REMARKS=ON) into its log, and scripts/amd_resource_usage.sh --log turns
 #     them into the per-target table: any kernel with scratch on any target fails CI (after the
@@ -13,7 +13,7 @@
 #     WICK_CI_CUDA_BUILDS says (default "native emulate-cdna"): native for WICK_CI_CUDA_TARGETS (90),
 #     and AMD's device paths for the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna) for the same targets.
 # Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_CI_ROCM_SUITES ("forky trixie", "forky",
-#   "" for none), WICK_CI_ROCM_BUILD (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
+#   "" for none), WICK_CI_TRIXIE_TARGETS (trixie's targets), WICK_CI_ROCM_BUILD (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
 #   WICK_CI_CUDA_BUILDS ("native emulate-cdna emulate-rdna", "" for none), WICK_CI_CUDA_TARGETS (90),
 #   WICK_CI_CUDA_BUILD (prefix, default /tmp/wick-ci-cuda), WICK_CI_LOGS (build logs, default
 #   /tmp/wick-ci-logs). Needs root for chroot (sudo otherwise).
@@ -156,11 +156,11 @@ mkdir -p "$logs"
 
 # WICK_CI_ROCM_SUITES picks the roots: forky (Debian testing: HIP 6.4, clang 21) builds every
 # target, RDNA4 included, and runs ctest there; trixie (Debian 13's ROCm 5.7, what stable users
-# have) builds the four targets it knows. .ci/run calls this once per build, in its priority order.
+# have) builds the four targets it knows, or those WICK_CI_TRIXIE_TARGETS names. .ci/run calls this once per build, in its priority order.
 for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do
   case "$suite" in
     forky) rocm_build_in forky "gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201" 1 ;;
-    trixie) rocm_build_in trixie "gfx90a;gfx942;gfx1030;gfx1100" 0 ;;
+    trixie) rocm_build_in trixie "${WICK_CI_TRIXIE_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100}" 0 ;;
     *) echo "FAIL: WICK_CI_ROCM_SUITES names '$suite' (forky or trixie)"; exit 1 ;;
   esac
 done
