@@ -13,7 +13,8 @@
 #     WICK_CI_CUDA_BUILDS says (default "native emulate-cdna"): native for WICK_CI_CUDA_TARGETS (90),
 #     and AMD's device paths for the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna) for the same targets.
 # Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_CI_ROCM_SUITES ("forky trixie", "forky",
-#   "" for none), WICK_CI_TRIXIE_TARGETS (trixie's targets), WICK_CI_ROCM_BUILD (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
+#   "" for none), WICK_CI_TRIXIE_TARGETS (trixie's targets), WICK_CI_TRIXIE_BUILD (the CMake targets
+#   trixie builds, e.g. wick_cli: the library's kernels and the tool; default all), WICK_CI_ROCM_BUILD (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
 #   WICK_CI_CUDA_BUILDS ("native emulate-cdna emulate-rdna", "" for none), WICK_CI_CUDA_TARGETS (90),
 #   WICK_CI_CUDA_BUILD (prefix, default /tmp/wick-ci-cuda), WICK_CI_LOGS (build logs, default
 #   /tmp/wick-ci-logs). Needs root for chroot (sudo otherwise).
@@ -49,8 +50,8 @@ show_failure() {  # log
 # resource remarks on, check that no kernel uses scratch on any target, check that `wick info` says
 # no ROCm device is reachable, and (ctest=1) run ctest there: the CPU tests pass, the GPU suites
 # skip for want of a device.
-rocm_build_in() {  # suite targets ctest
-  local suite="$1" targets="$2" run_ctest="$3" root build="$rocm_build-$1" log="$logs/rocm-$1-build.log"
+rocm_build_in() {  # suite targets ctest [cmake build targets: all when empty]
+  local suite="$1" targets="$2" run_ctest="$3" only="${4:-}" root build="$rocm_build-$1" log="$logs/rocm-$1-build.log"
   root="$(WICK_ROCM_SUITE=$suite bash scripts/rocm_root.sh | tail -n 1)"
   reuse_or_clear "$root$build" /src/wick
   # A clean environment inside the root: nothing of the host's compilers or cache settings.
@@ -59,13 +60,13 @@ rocm_build_in() {  # suite targets ctest
   mountpoint -q "$root/proc" || $sudo mount -t proc proc "$root/proc"
   trap '$sudo umount "$root/proc" 2>/dev/null || true' RETURN
 
-  echo "== ROCm ($suite) build in $root:$build for $targets (-j$jobs), output in $log"
+  echo "== ROCm ($suite) build in $root:$build for $targets${only:+ (targets: $only)} (-j$jobs), output in $log"
   local t0=$SECONDS
   # shellcheck disable=SC2016  # $1..$3 expand inside the root
   in_root bash -c 'set -e; cd /src/wick
     cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_GPU=rocm -DWICK_GPU_TARGETS="$2" -DWICK_WERROR=ON \
       -DWICK_AMD_RESOURCE_REMARKS=ON
-    cmake --build "$1" -j"$3"' _ "$build" "$targets" "$jobs" >"$log" 2>&1 ||
+    cmake --build "$1" -j"$3" ${4:+--target $4}' _ "$build" "$targets" "$jobs" "$only" >"$log" 2>&1 ||
     { show_failure "$log"; echo "FAIL: ROCm ($suite) build"; exit 1; }
   echo "== ROCm ($suite) build took $((SECONDS - t0)) s"
 
@@ -160,7 +161,7 @@ mkdir -p "$logs"
 for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do
   case "$suite" in
     forky) rocm_build_in forky "gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201" 1 ;;
-    trixie) rocm_build_in trixie "${WICK_CI_TRIXIE_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100}" 0 ;;
+    trixie) rocm_build_in trixie "${WICK_CI_TRIXIE_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100}" 0 "${WICK_CI_TRIXIE_BUILD:-}" ;;
     *) echo "FAIL: WICK_CI_ROCM_SUITES names '$suite' (forky or trixie)"; exit 1 ;;
   esac
 done
