@@ -4,9 +4,9 @@
 #  1. for ROCm inside the Debian roots of rocm_root.sh, as WICK_CI_ROCM_SUITES says (default: both):
 #     forky (Debian testing: HIP 6.4, clang 21) for gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201 with
 #     ctest there (CPU tests pass, GPU suites skip: no device); trixie (Debian 13's ROCm 5.7, what
-#     stable users have) for WICK_CI_TRIXIE_TARGETS (default gfx90a;gfx942;gfx1030;gfx1100). In each the built `wick info` must exit 0,
-#     list no ROCm device and say why. Each ROCm build prints hip-clang's kernel resource remarks
-#     (-DWICK_AMD_RESOURCE_REMARKS=ON) into its log, and scripts/amd_resource_usage.sh --log turns
+#     stable users have) for WICK_CI_TRIXIE_TARGETS (default gfx90a;gfx942;gfx1030;gfx1100). In each
+#     the built `wick info` must exit 0, list no ROCm device and say why. Each ROCm build prints
+#     hip-clang's kernel resource remarks (-DWICK_AMD_RESOURCE_REMARKS=ON) into its log, and scripts/amd_resource_usage.sh --log turns
 #     them into the per-target table: any kernel with scratch on any target fails CI (after the
 #     check's self-test, which includes a real kernel with scratch that must fail it);
 #  2. for CUDA with /usr/local/cuda/bin/nvcc (skipped, saying why, when it is missing), as
@@ -14,7 +14,8 @@
 #     and AMD's device paths for the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna) for the same targets.
 # Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_CI_ROCM_SUITES ("forky trixie", "forky",
 #   "" for none), WICK_CI_TRIXIE_TARGETS (trixie's targets), WICK_CI_TRIXIE_BUILD (the CMake targets
-#   trixie builds, e.g. wick_cli: the library's kernels and the tool; default all), WICK_CI_ROCM_BUILD (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
+#   trixie builds, e.g. wick_cli: the library's kernels and the tool; default all), WICK_CI_ROCM_BUILD
+#   (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
 #   WICK_CI_CUDA_BUILDS ("native emulate-cdna emulate-rdna", "" for none), WICK_CI_CUDA_TARGETS (90),
 #   WICK_CI_CUDA_BUILD (prefix, default /tmp/wick-ci-cuda), WICK_CI_LOGS (build logs, default
 #   /tmp/wick-ci-logs). Needs root for chroot (sudo otherwise).
@@ -62,7 +63,7 @@ rocm_build_in() {  # suite targets ctest [cmake build targets: all when empty]
 
   echo "== ROCm ($suite) build in $root:$build for $targets${only:+ (targets: $only)} (-j$jobs), output in $log"
   local t0=$SECONDS
-  # shellcheck disable=SC2016  # $1..$3 expand inside the root
+  # shellcheck disable=SC2016  # $1..$4 expand inside the root
   in_root bash -c 'set -e; cd /src/wick
     cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWICK_GPU=rocm -DWICK_GPU_TARGETS="$2" -DWICK_WERROR=ON \
       -DWICK_AMD_RESOURCE_REMARKS=ON
@@ -157,11 +158,13 @@ mkdir -p "$logs"
 
 # WICK_CI_ROCM_SUITES picks the roots: forky (Debian testing: HIP 6.4, clang 21) builds every
 # target, RDNA4 included, and runs ctest there; trixie (Debian 13's ROCm 5.7, what stable users
-# have) builds the four targets it knows, or those WICK_CI_TRIXIE_TARGETS names. .ci/run calls this once per build, in its priority order.
+# have) builds the four targets it knows, or those WICK_CI_TRIXIE_TARGETS names. .ci/run calls this
+# once per build, in its priority order.
 for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do
   case "$suite" in
     forky) rocm_build_in forky "gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201" 1 ;;
-    trixie) rocm_build_in trixie "${WICK_CI_TRIXIE_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100}" 0 "${WICK_CI_TRIXIE_BUILD:-}" ;;
+    trixie)
+      rocm_build_in trixie "${WICK_CI_TRIXIE_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100}" 0 "${WICK_CI_TRIXIE_BUILD:-}" ;;
     *) echo "FAIL: WICK_CI_ROCM_SUITES names '$suite' (forky or trixie)"; exit 1 ;;
   esac
 done
