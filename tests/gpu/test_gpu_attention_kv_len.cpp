@@ -2,6 +2,7 @@
 // decode kernel reading the lengths on the device (f16/bf16, one token of a 32-on-4-head model,
 // a 1100-key cache, lengths at and around the 256-key runs), and the shapes that read the lengths
 // to the host (f32, many query rows).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,19 @@ std::vector<double> reference(const Tensor& q, const Tensor& k, const Tensor& v,
 // the last place apart.
 double tol(DType dt) { return dt == DType::BF16 ? 1.6e-2 : dt == DType::F16 ? 2e-3 : 1e-5; }
 
+// q_scale widens the scores (a run's maximum moves a lot from key to key: the online rescaling);
+// nan_key puts a NaN in that key of batch 0, KV head 0 (its rows come out NaN, as on the CPU).
 void check(DType dt, size_t b, size_t hq, size_t hkv, size_t tq, size_t d, size_t cap,
-           const std::vector<std::vector<int32_t>>& len_sets, uint64_t seed) {
-  Tensor q = Tensor::randn({b, hq, tq, d}, DType::F32, Device::cpu(), seed).to_dtype(dt);
+           const std::vector<std::vector<int32_t>>& len_sets, uint64_t seed, double q_scale = 1.0,
+           int64_t nan_key = -1) {
+  Tensor q = (Tensor::randn({b, hq, tq, d}, DType::F32, Device::cpu(), seed) * q_scale).to_dtype(dt);
   Tensor k = Tensor::randn({b, hkv, cap, d}, DType::F32, Device::cpu(), seed + 1).to_dtype(dt);
   Tensor v = Tensor::randn({b, hkv, cap, d}, DType::F32, Device::cpu(), seed + 2).to_dtype(dt);
+  if (nan_key >= 0) {
+    std::vector<double> kf = values(k);
+    kf[size_t(nan_key) * d + 3] = std::nan("");
+    k = Tensor::from_vector(kf, {b, hkv, cap, d}).to_dtype(dt);
+  }
   Tensor qg = q.to_device(gpu()), kg = k.to_device(gpu()), vg = v.to_device(gpu());
   for (bool causal : {false, true})
     for (const auto& lens : len_sets) {
@@ -55,6 +64,27 @@ TEST(GpuAttentionKvLen, DecodeKernelLengthsAroundRuns) {
   for (DType dt : {DType::F16, DType::BF16})
     for (size_t d : {64, 128})
       check(dt, 1, 32, 4, 1, d, 1100, {{1}, {2}, {255}, {256}, {257}, {511}, {513}, {1099}, {1100}}, 80 + d);
+}
+
+// Fewer rows per KV head: one token of a multi-head model (1 row), of a 2-group model, and three
+// tokens of a multi-head one (the causal limit differs per row).
+TEST(GpuAttentionKvLen, DecodeKernelFewRows) {
+  const std::vector<std::vector<int32_t>> lens = {{1}, {3}, {255}, {256}, {257}, {700}, {1100}};
+  for (DType dt : {DType::F16, DType::BF16})
+    for (size_t d : {64, 128}) {
+      check(dt, 1, 8, 8, 1, d, 1100, lens, 110 + d);
+      check(dt, 1, 8, 4, 1, d, 1100, lens, 120 + d);
+      check(dt, 2, 4, 4, 3, d, 1100, {{3, 1100}, {257, 700}, {5, 256}}, 130 + d);
+    }
+}
+
+// Scores spread wide (q x 8) and a NaN key, for every row count the kernels take.
+TEST(GpuAttentionKvLen, DecodeKernelWideScoresAndNaN) {
+  for (DType dt : {DType::F16, DType::BF16})
+    for (size_t hkv : {8, 4, 1}) {
+      check(dt, 1, 8, hkv, 1, 128, 1100, {{40}, {600}, {1100}}, 140 + hkv, 8.0);
+      check(dt, 1, 8, hkv, 1, 128, 1100, {{40}, {300}, {299}, {1100}}, 150 + hkv, 1.0, 299);
+    }
 }
 
 TEST(GpuAttentionKvLen, DecodeKernelPerBatchLengths) {

@@ -32,6 +32,7 @@ constexpr gpuError_t gpuSuccess = hipSuccess;
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuMemGetInfo hipMemGetInfo
 #define gpuFuncGetAttributes hipFuncGetAttributes
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuFuncSetAttribute hipFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 using gpuEvent_t = hipEvent_t;
@@ -76,6 +77,7 @@ constexpr gpuError_t gpuSuccess = cudaSuccess;
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuMemGetInfo cudaMemGetInfo
 #define gpuFuncGetAttributes cudaFuncGetAttributes
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuFuncSetAttribute cudaFuncSetAttribute
 #define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 using gpuEvent_t = cudaEvent_t;

@@ -54,6 +54,13 @@ inline constexpr int kAttnDecodePvLoads = 4;  // the same in the P V pass (16-by
 // thread). H100: 1 row (7B shape) 16-byte vectors gave tg128 @ d8192 +7% (F16) / +10% (Q4_0) and
 // tg128 flat; 8 rows (1.1B shape) -4.5% at tg128, flat at d8192. 2 to 7 rows unmeasured.
 inline constexpr int kAttnDecodePvVecRows = 4;
+// The streaming decode kernel (decode_stream_kernel): threads per block (a multiple of 64), and the
+// most query rows one block takes (1, 2 or 4; more rows per KV head split into groups of this many).
+inline constexpr int kAttnDecodeStreamBlock = 128;
+inline constexpr int kAttnDecodeStreamRows = 4;
+// Its runs are sized on the device to fill the GPU once; never fewer keys than this (a multiple of
+// every block's keys per step).
+inline constexpr int kAttnDecodeStreamMinRun = 32;
 // Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
 // (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
 // FlashAttention-2's forward tiles for these head dims; unmeasured.

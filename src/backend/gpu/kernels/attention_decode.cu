@@ -1,18 +1,26 @@
 // Decode attention: few query rows against a long KV cache (flash-decoding). The chunked GEMM path
 // and the flash kernel give a 1-token query one block per head walking every key, a few dozen
-// blocks for the whole GPU. Here the keys are split into runs of kKeys: block (split, kv head, batch)
+// blocks for the whole GPU. Here the keys are split into runs. Up to kStreamRows rows per KV head
+// (and d == dv) take decode_stream_kernel, whose runs are sized on the device to fill the GPU once;
+// more rows take decode_runs_kernel, runs of kKeys: block (split, kv head, batch)
 // scores its run for every query row that reads this KV head (the h_q / h_kv heads of the group, t_q
 // tokens each), takes the run's softmax statistics (max m, l = sum exp(s - m)) and its unnormalised
 // P V, all in f32; a second kernel merges the runs of each row (the online-softmax merge) and writes
-// the output. Portable: warp_reduce is the only lane-level step, so 32- and 64-lane waves both fit.
+// the output. Portable: the lane-level steps (warp_reduce, shfl_xor) stay inside a wave and take its
+// width, so 32- and 64-lane waves both fit.
 // With per-batch lengths (attention_kv_len) the grid still covers t_kv: both kernels read the
 // length from device memory, blocks whose run starts at or past it return at once and the merge
 // stops at the last run, so one captured launch serves every length. When all keys fit one run
 // (a short context), the split axis's blocks share that run's rows instead (see decode_runs_kernel).
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/kernels/attention_decode.hpp"
@@ -32,11 +40,16 @@ constexpr int kMaxDim = tune::kAttnDecodeMaxDim;
 constexpr int kLoads = tune::kAttnDecodeLoads;
 constexpr int kPvLoads = tune::kAttnDecodePvLoads;
 constexpr int kPvVecRows = tune::kAttnDecodePvVecRows;
+constexpr int kStreamBlock = tune::kAttnDecodeStreamBlock;
+constexpr int kStreamRows = tune::kAttnDecodeStreamRows;
+constexpr int kStreamMinRun = tune::kAttnDecodeStreamMinRun;
+static_assert(kStreamBlock % 64 == 0 && (kStreamRows == 1 || kStreamRows == 2 || kStreamRows == 4), "stream shape");
 static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the P V partials fit in the q buffer");
 
 struct DecodeArgs {
   FlashOperand q, k, v;
-  int h_kv, group, t_q, d, dv, splits, run;  // run: keys per block (kKeys)
+  int h_kv, group, t_q, d, dv, splits, run;  // run: keys per block (kKeys); with dyn_runs the least
+  bool dyn_runs;  // runs sized from the length on the device: splits blocks share the keys (run_of)
   int64_t t_kv;
   bool causal;
   float scale;
@@ -52,6 +65,15 @@ __device__ __forceinline__ int64_t keys_of(const DecodeArgs& a, int64_t bi) {
   if (!a.kv_len) return a.t_kv;
   const int64_t n = pos::load(a.kv_len, a.kv_len_dt, a.kv_len_offset + bi * a.kv_len_stride);
   return pos::clamp_kv_len(n, a.t_q, a.t_kv, a.causal);
+}
+
+// Keys per run. Fixed (a.run), or with dyn_runs the length spread over the a.splits runs the grid
+// has (sized on the host to fill the GPU once), a multiple of a.run: at 8,192 keys the 256-key runs
+// of a 7B model made 1.33 waves of blocks, the last third of a wave with most SMs idle (ncu).
+__device__ __forceinline__ int64_t run_of(const DecodeArgs& a, int64_t n_keys) {
+  if (!a.dyn_runs) return a.run;
+  const int64_t r = ((n_keys + a.splits - 1) / a.splits + a.run - 1) / a.run * a.run;
+  return r > a.run ? r : a.run;
 }
 
 template <class T>
@@ -234,6 +256,182 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   }
 }
 
+// The streaming variant for up to R query rows (a multi-head model's one token, or a few rows of a
+// grouped one): no score buffer and no barrier until the end. The d / V lanes of a key group read
+// one key's row in 16-byte vectors (a wave reads kWarpSize / (d / V) adjacent keys per load), each
+// lane keeps its V dims of the R query rows and of the R running P V sums in registers, and every
+// key group runs its own online softmax (m, l, acc) over its keys; U keys' k and v rows are loaded
+// before any is used, so a lane has 2U 16-byte loads in flight and a wave streams its share of the
+// run without waiting on the other waves. The groups meet by shuffles, the waves in shared memory,
+// in a fixed order, and the block writes the run's (m, l, P V) as decode_runs_kernel does, for the
+// same merge. The runs kernel held every score of the run in shared memory between three barrier-
+// separated passes; at 8,192 keys of a 7B model it moved 2.0 TB/s with under one warp ready per
+// scheduler (docs/performance.md). Needs d == dv.
+template <int R> constexpr int stream_loads() { return R <= 2 ? 4 : 2; }
+
+template <class T, int R>
+__global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs a) {
+  kernel_entry();
+  constexpr int V = int(16 / sizeof(T)), U = stream_loads<R>();
+  const int hk = int(blockIdx.y), bi = int(blockIdx.z), t = int(threadIdx.x);
+  const int all_rows = a.group * a.t_q, row_groups = (all_rows + R - 1) / R;
+  const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
+  // Block x takes run x / row_groups and rows (x % row_groups) * R .. + R - 1. Keys that fit one
+  // run spread the rows over every block of the split axis instead (at most R each: gridDim.x is
+  // at least row_groups), as in decode_runs_kernel. n_keys is the same for the block.
+  int split, row0, rows;
+  if (n_keys <= run) {
+    const int per_block = (all_rows + int(gridDim.x) - 1) / int(gridDim.x);
+    split = 0;
+    row0 = int(blockIdx.x) * per_block;
+    rows = all_rows - row0 < per_block ? all_rows - row0 : per_block;
+  } else {
+    split = int(blockIdx.x) / row_groups;
+    row0 = (int(blockIdx.x) - split * row_groups) * R;
+    rows = all_rows - row0 < R ? all_rows - row0 : R;
+  }
+  if (rows <= 0) return;
+  const int64_t k0 = int64_t(split) * run;
+  if (k0 >= n_keys) return;
+  const int nk = int(n_keys - k0 < run ? n_keys - k0 : run);
+  const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
+
+  const int lanes = a.d / V, keys_per_load = kWarpSize / lanes;  // lanes: a power of two <= kWarpSize
+  const int lane = t % kWarpSize, wave = t / kWarpSize, waves = int(blockDim.x) / kWarpSize;
+  const int slot = lane / lanes, c = (lane - slot * lanes) * V;
+  const float ninf = -std::numeric_limits<float>::infinity();
+
+  float q[R][V], acc[R][V], m[R], l[R];
+  int last_key[R];  // causal: the last key (run-relative) row r sees
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int row = row0 + (r < rows ? r : 0), g = row / a.t_q, i = row - g * a.t_q;
+    const T* qp = static_cast<const T*>(a.q.p) + int64_t(bi) * a.q.sb + int64_t(hk * a.group + g) * a.q.sh +
+                  int64_t(i) * a.q.st + c;
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      q[r][e] = cast<float>(qp[e]) * a.scale;
+      acc[r][e] = 0.0f;
+    }
+    m[r] = ninf;
+    l[r] = 0.0f;
+    const int64_t lk = a.causal ? int64_t(i) + shift - k0 : int64_t(nk) - 1;
+    last_key[r] = int(lk < nk - 1 ? lk : nk - 1);
+  }
+
+  // Wave w takes keys [w * per, (w + 1) * per) of the run, per a multiple of one loop step.
+  const int step = keys_per_load * U;
+  const int per = ((nk + waves - 1) / waves + step - 1) / step * step;
+  const int kb = wave * per, ke = kb + per < nk ? kb + per : nk;
+  const T* kp = static_cast<const T*>(a.k.p) + int64_t(bi) * a.k.sb + int64_t(hk) * a.k.sh + k0 * a.k.st + c;
+  const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st + c;
+  for (int j0 = kb; j0 < ke; j0 += step) {  // the same trip count for the whole wave
+    VecOf<T, V> kv[U], vv[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = j0 + u * keys_per_load + slot;
+      if (j < ke) {
+        kv[u] = *reinterpret_cast<const VecOf<T, V>*>(kp + int64_t(j) * a.k.st);
+        vv[u] = *reinterpret_cast<const VecOf<T, V>*>(vp + int64_t(j) * a.v.st);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) kv[u].v[e] = vv[u].v[e] = cast<T>(0.0f);
+      }
+    }
+    float s[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float x = 0.0f;
+#pragma unroll
+        for (int e = 0; e < V; ++e) x += q[r][e] * cast<float>(kv[u].v[e]);
+        s[u][r] = x;
+      }
+    for (int o = 1; o < lanes; o <<= 1)  // the key group's lanes all get the key's score
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r) s[u][r] += shfl_xor(s[u][r], o);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r >= rows) continue;
+      // Keys past the run's end or the row's causal limit are -inf; a NaN never wins the max.
+      float mx = m[r];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int j = j0 + u * keys_per_load + slot;
+        if (j >= ke || j > last_key[r]) s[u][r] = ninf;
+        mx = s[u][r] > mx ? s[u][r] : mx;
+      }
+      // With mx = -inf every key so far is masked or NaN: p is 0, or the NaN the merge keeps.
+      const float alpha = mx == ninf ? 1.0f : fmath::exp(m[r] - mx);
+      float ls = 0.0f;
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[r][e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const float x = s[u][r], p = mx == ninf ? (x != x ? x : 0.0f) : fmath::exp(x - mx);
+        ls += p;
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[r][e] += p * cast<float>(vv[u].v[e]);
+      }
+      l[r] = l[r] * alpha + ls;
+      m[r] = mx;
+    }
+  }
+
+  // The key groups of a wave meet by shuffles (each pair ends with the same sums), then the waves.
+  auto weight = [&](float mi, float mo) { return mi == ninf ? 0.0f : fmath::exp(mi - mo); };
+  for (int o = lanes; o < kWarpSize; o <<= 1)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      // Both lanes of a pair evaluate the same expression on the same operands (lower lane first).
+      const bool low = (lane & o) == 0;
+      const float m2 = shfl_xor(m[r], o), l2 = shfl_xor(l[r], o);
+      const float ma = low ? m[r] : m2, mb = low ? m2 : m[r], mo = mb > ma ? mb : ma;
+      const float wa = weight(ma, mo), wb = weight(mb, mo);
+      l[r] = wa * (low ? l[r] : l2) + wb * (low ? l2 : l[r]);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const float a2 = shfl_xor(acc[r][e], o);
+        acc[r][e] = wa * (low ? acc[r][e] : a2) + wb * (low ? a2 : acc[r][e]);
+      }
+      m[r] = mo;
+    }
+  __shared__ float so[kStreamBlock / kWarpSize][R][kMaxDim];
+  __shared__ float sml[kStreamBlock / kWarpSize][R][2];
+  if (lane < lanes) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) so[wave][r][c + e] = acc[r][e];
+      if (lane == 0) {
+        sml[wave][r][0] = m[r];
+        sml[wave][r][1] = l[r];
+      }
+    }
+  }
+  __syncthreads();
+  const int64_t base = ((int64_t(bi) * a.h_kv + hk) * a.splits + split) * all_rows + row0;
+  for (int e = t; e < rows * a.dv; e += blockDim.x) {
+    const int r = e / a.dv, cc = e - r * a.dv;
+    float mo = ninf;
+    for (int w = 0; w < waves; ++w) mo = sml[w][r][0] > mo ? sml[w][r][0] : mo;
+    float lo = 0.0f, o = 0.0f;
+    for (int w = 0; w < waves; ++w) {
+      const float wt = weight(sml[w][r][0], mo);
+      lo += wt * sml[w][r][1];
+      o += wt * so[w][r][cc];
+    }
+    a.part_o[(base + r) * a.dv + cc] = o;
+    if (cc == 0) {
+      a.part_ml[(base + r) * 2] = mo;
+      a.part_ml[(base + r) * 2 + 1] = lo;
+    }
+  }
+}
+
 // One block per (batch, kv head, row): the online-softmax merge of the runs, o / l in T.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, T* WICK_RESTRICT out) {
@@ -242,7 +440,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
   const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
   const int64_t bi = id / rows / a.h_kv;
-  const int splits = int((keys_of(a, bi) + a.run - 1) / a.run);  // the runs that hold keys
+  const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
+  const int splits = int((n_keys + run - 1) / run);  // the runs that hold keys
   const float ninf = -std::numeric_limits<float>::infinity();
   // Loads are batched kLoads runs deep (as in the runs kernel); sums stay in run order.
   auto row_of = [&](int s) { return ((bi * a.h_kv + hk) * a.splits + s) * rows + r; };
@@ -281,6 +480,23 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   }
 }
 
+// Blocks of `kernel` one SM holds at once (the runtime's occupancy answer, kept per device and
+// kernel: it never changes); 1 if the runtime cannot say.
+int resident_blocks(int ordinal, void (*kernel)(DecodeArgs), int block) {
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(ordinal, reinterpret_cast<const void*>(kernel));
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int n = 0;
+  if (gpuOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, 0) != gpuSuccess || n < 1) {
+    (void)gpuGetLastError();
+    n = 1;
+  }
+  known.emplace(key, n);
+  return n;
+}
+
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
 }  // namespace
@@ -293,7 +509,7 @@ bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOper
   if (a.h_kv == 0 || a.h_q % a.h_kv != 0 || a.t_q == 0 || a.t_kv == 0 || a.b == 0) return false;
   if ((a.h_q / a.h_kv) * a.t_q > size_t(kRows)) return false;
   if (a.d == 0 || a.d_v == 0 || a.d > size_t(kMaxDim) || a.d_v > size_t(kMaxDim)) return false;
-  if (a.b > 65535 || a.h_kv > 65535 || a.t_kv / kKeys >= size_t(INT32_MAX)) return false;
+  if (a.b > 65535 || a.h_kv > 65535 || a.t_kv / kKeys >= size_t(INT32_MAX / 2)) return false;  // x: runs x row groups
   // Only where it has at least as many blocks as the one-block-per-head paths: measured on an H100
   // (docs/performance.md), a 4-KV-head model with a short cache (2 runs x 4 heads) decoded 0.68x as
   // fast as with the flash kernel, while at 8192 keys it was 1.27x faster (7B: 1.03x and 1.50x).
@@ -311,7 +527,6 @@ bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOper
 
 void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOperand& q, const FlashOperand& k,
                       const FlashOperand& v, void* out, const AttentionDims& a) {
-  const int64_t splits = (int64_t(a.t_kv) + kKeys - 1) / kKeys;
   DecodeArgs d{q,
                k,
                v,
@@ -320,8 +535,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                int(a.t_q),
                int(a.d),
                int(a.d_v),
-               int(splits),
+               0,
                kKeys,
+               false,
                int64_t(a.t_kv),
                a.causal,
                float(a.scale),
@@ -332,20 +548,48 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                int64_t(a.kv_len_offset),
                a.kv_len_stride};
   const int64_t rows = int64_t(d.group) * d.t_q;
-  const int64_t runs = int64_t(a.b) * d.h_kv * d.splits * rows;
-  Scratch o_buf(ordinal, size_t(runs) * size_t(d.dv) * sizeof(float));
-  Scratch ml_buf(ordinal, size_t(runs) * 2 * sizeof(float));
-  d.part_o = static_cast<float*>(o_buf.b.ptr);
-  d.part_ml = static_cast<float*>(ml_buf.b.ptr);
-  // At least one block per row, for the rows of a one-run context to spread over.
-  const dim3 grid(unsigned(rows > d.splits ? rows : d.splits), unsigned(d.h_kv), unsigned(a.b));
-  const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
-  const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
+  // The streaming kernel where it fits (d == dv, rows within kStreamRows); WICK_DECODE_ATTN=runs
+  // keeps the runs kernel and =stream takes the streaming one for every row count (the A/B knob of
+  // docs/performance.md).
+  static const int mode = [] {
+    const char* e = std::getenv("WICK_DECODE_ATTN");
+    const std::string m = e ? e : "";
+    return m == "runs" ? 0 : m == "stream" ? 2 : 1;
+  }();
+  const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows);
+  const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
+  const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
-      launch_kernel(decode_runs_kernel<T>, grid, kDecBlock, 0, ctx.stream, d);
+      void (*kern)(DecodeArgs) = decode_runs_kernel<T>;
+      int block = kDecBlock;
+      if (stream) {
+        kern = stream_rows == 1 ? decode_stream_kernel<T, 1>
+               : stream_rows == 2 ? decode_stream_kernel<T, 2>
+                                  : decode_stream_kernel<T, kStreamRows>;
+        block = kStreamBlock;
+        // As many runs as fill every SM once with the blocks it can hold (run_of spreads the keys).
+        const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
+        const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
+        const int64_t most = (int64_t(a.t_kv) + kStreamMinRun - 1) / kStreamMinRun;
+        d.splits = int(std::clamp<int64_t>(int64_t(sms) * resident_blocks(ordinal, kern, block) / per_run, 1, most));
+        d.run = kStreamMinRun;
+        d.dyn_runs = true;
+      } else {
+        d.splits = int((int64_t(a.t_kv) + kKeys - 1) / kKeys);
+      }
+      const int64_t runs = int64_t(a.b) * d.h_kv * d.splits * rows;
+      Scratch o_buf(ordinal, size_t(runs) * size_t(d.dv) * sizeof(float));
+      Scratch ml_buf(ordinal, size_t(runs) * 2 * sizeof(float));
+      d.part_o = static_cast<float*>(o_buf.b.ptr);
+      d.part_ml = static_cast<float*>(ml_buf.b.ptr);
+      // At least one block per row, for the rows of a one-run context to spread over.
+      const int64_t gx = std::max<int64_t>(rows, d.splits * row_groups);
+      launch_kernel(kern, dim3(unsigned(gx), unsigned(d.h_kv), unsigned(a.b)), block, 0, ctx.stream, d);
       check_launch("attention(decode runs)");
+      const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
+      const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
       launch_kernel(decode_merge_kernel<T>, merge_grid, merge_block, 0, ctx.stream, d, static_cast<T*>(out));
       check_launch("attention(decode merge)");
     }
