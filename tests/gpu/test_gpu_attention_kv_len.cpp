@@ -76,6 +76,12 @@ TEST(GpuAttentionKvLen, DecodeKernelFewRows) {
       check(dt, 1, 8, 4, 1, d, 1100, lens, 120 + d);
       check(dt, 2, 4, 4, 3, d, 1100, {{3, 1100}, {257, 700}, {5, 256}}, 130 + d);
     }
+  // The narrowest and widest key rows the kernels take: 4 and 32 lanes per key.
+  for (DType dt : {DType::F16, DType::BF16})
+    for (size_t d : {32, 256}) {
+      check(dt, 1, 4, 4, 1, d, 700, {{1}, {33}, {700}}, 160 + d);
+      check(dt, 1, 4, 2, 1, d, 700, {{2}, {300}, {699}}, 170 + d);
+    }
 }
 
 // Scores spread wide (q x 8) and a NaN key, for every row count the kernels take.
