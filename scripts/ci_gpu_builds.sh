@@ -2,7 +2,7 @@
 # CI for the GPU builds, on a machine without a GPU: compile and link everything (library,
 # tests, tools) with warnings as errors
 #  1. for ROCm inside the Debian roots of rocm_root.sh, as WICK_CI_ROCM_SUITES says (default: both):
-#     forky (Debian testing: HIP 6.4, clang 21) for gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201 with
+#     forky (Debian testing: HIP 6.4, clang 21) for gfx90a;gfx942;gfx1030;gfx1100;gfx1201 with
 #     ctest there (CPU tests pass, GPU suites skip: no device); trixie (Debian 13's ROCm 5.7, what
 #     stable users have) for WICK_CI_TRIXIE_TARGETS (default gfx90a;gfx942;gfx1030;gfx1100). In each
 #     the built `wick info` must exit 0, list no ROCm device and say why. Each ROCm build prints
@@ -13,7 +13,8 @@
 #     WICK_CI_CUDA_BUILDS says (default "native emulate-cdna"): native for WICK_CI_CUDA_TARGETS (90),
 #     and AMD's device paths for the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna) for the same targets.
 # Usage: bash scripts/ci_gpu_builds.sh   Environment: WICK_CI_ROCM_SUITES ("forky trixie", "forky",
-#   "" for none), WICK_CI_TRIXIE_TARGETS (trixie's targets), WICK_CI_TRIXIE_BUILD (the CMake targets
+#   "" for none), WICK_CI_FORKY_TARGETS (forky's targets; gfx1200 is the other RDNA4 target),
+#   WICK_CI_TRIXIE_TARGETS (trixie's targets), WICK_CI_TRIXIE_BUILD (the CMake targets
 #   trixie builds, e.g. wick_cli: the library's kernels and the tool; default all), WICK_CI_ROCM_BUILD
 #   (build dir prefix inside the roots, default /tmp/wick-ci-rocm),
 #   WICK_CI_CUDA_BUILDS ("native emulate-cdna emulate-rdna", "" for none), WICK_CI_CUDA_TARGETS (90),
@@ -162,7 +163,7 @@ mkdir -p "$logs"
 # once per build, in its priority order.
 for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do
   case "$suite" in
-    forky) rocm_build_in forky "gfx90a;gfx942;gfx1030;gfx1100;gfx1200;gfx1201" 1 ;;
+    forky) rocm_build_in forky "${WICK_CI_FORKY_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100;gfx1201}" 1 ;;
     trixie)
       rocm_build_in trixie "${WICK_CI_TRIXIE_TARGETS:-gfx90a;gfx942;gfx1030;gfx1100}" 0 "${WICK_CI_TRIXIE_BUILD:-}" ;;
     *) echo "FAIL: WICK_CI_ROCM_SUITES names '$suite' (forky or trixie)"; exit 1 ;;
