@@ -6,9 +6,10 @@
 #     ctest there (CPU tests pass, GPU suites skip: no device); trixie (Debian 13's ROCm 5.7, what
 #     stable users have) for WICK_CI_TRIXIE_TARGETS (default gfx90a;gfx942;gfx1030;gfx1100). In each
 #     the built `wick info` must exit 0, list no ROCm device and say why. Each ROCm build prints
-#     hip-clang's kernel resource remarks (-DWICK_AMD_RESOURCE_REMARKS=ON) into its log, and scripts/amd_resource_usage.sh --log turns
-#     them into the per-target table: any kernel with scratch on any target fails CI (after the
-#     check's self-test, which includes a real kernel with scratch that must fail it);
+#     hip-clang's kernel resource remarks (-DWICK_AMD_RESOURCE_REMARKS=ON) into its log, and
+#     scripts/amd_resource_usage.sh --log turns them into the per-target table: any kernel with
+#     scratch on any target fails CI (after the check's self-test, which includes a real kernel with
+#     scratch that must fail it);
 #  2. for CUDA with /usr/local/cuda/bin/nvcc (skipped, saying why, when it is missing), as
 #     WICK_CI_CUDA_BUILDS says (default "native emulate-cdna"): native for WICK_CI_CUDA_TARGETS (90),
 #     and AMD's device paths for the NVIDIA GPU (-DWICK_GPU_EMULATE=cdna) for the same targets.
@@ -157,8 +158,8 @@ cuda_build_one() {  # name cmake-args...
 logs="${WICK_CI_LOGS:-/tmp/wick-ci-logs}"
 mkdir -p "$logs"
 
-# WICK_CI_ROCM_SUITES picks the roots: forky (Debian testing: HIP 6.4, clang 21) builds every
-# target, RDNA4 included, and runs ctest there; trixie (Debian 13's ROCm 5.7, what stable users
+# WICK_CI_ROCM_SUITES picks the roots: forky (Debian testing: HIP 6.4, clang 21) builds its five
+# targets (gfx1201 for RDNA4), or those WICK_CI_FORKY_TARGETS names, and runs ctest there; trixie (Debian 13's ROCm 5.7, what stable users
 # have) builds the four targets it knows, or those WICK_CI_TRIXIE_TARGETS names. .ci/run calls this
 # once per build, in its priority order.
 for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do

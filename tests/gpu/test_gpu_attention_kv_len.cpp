@@ -84,7 +84,7 @@ TEST(GpuAttentionKvLen, DecodeKernelFewRows) {
     }
 }
 
-// Scores spread wide (q x 8) and a NaN key, for every row count the kernels take.
+// Scores spread wide (q x 8) and a NaN key, for 1, 2 and 8 rows per KV head (both kernels).
 TEST(GpuAttentionKvLen, DecodeKernelWideScoresAndNaN) {
   for (DType dt : {DType::F16, DType::BF16})
     for (size_t hkv : {8, 4, 1}) {
