@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -99,6 +100,52 @@ TEST(QuantDot, EveryTypeMatchesDequantizeTimesQ8_1) {
       }
     });
   }
+}
+
+// The pair path (the staged GPU kernel): two Q4_0 / Q8_0 blocks read as whole words, x as an XPair
+// built from Q8_1 blocks (int8 words, f16 scale widened, exact sum of q). Same reference and bound.
+template <GGMLType T>
+void check_pairs() {
+  using P = dot::PairDot<T>;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int trial = 0; trial < 20; ++trial) {
+    const std::vector<uint8_t> w = test::random_qblocks(T, 2, 300 + unsigned(trial));
+    ASSERT_EQ(w.size(), size_t(4 * P::kWords));
+    float wf[64];
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(dequantize_block(T, w.data() + i * w.size() / 2, wf + 32 * i));
+    uint32_t words[P::kWords];
+    std::memcpy(words, w.data(), sizeof words);
+    dot::XPair xp{};
+    double xd[64];
+    for (int b = 0; b < 2; ++b) {
+      float x[32];
+      const float s = (trial % 7 == 3 && b == 1) ? 0.0f : std::ldexp(1.0f, trial % 9 - 4 + b);
+      for (float& v : x) v = s * normal(rng);
+      uint8_t blk[dot::kQ8_1Bytes];
+      quantize_block_q8_1(x, blk);
+      const float d = quant::detail::ld_f16(blk);
+      std::memcpy(&xp.q[8 * b], blk + 4, 32);
+      xp.d[b] = d;
+      for (int j = 0; j < 32; ++j) {
+        xp.s[b] += int8_t(blk[4 + j]);
+        xd[32 * b + j] = double(int8_t(blk[4 + j])) * d;
+      }
+    }
+    double wmax = 0, ref = 0, mag = 0;
+    for (float v : wf) wmax = std::fmax(wmax, std::fabs(v));
+    for (int j = 0; j < 64; ++j) {
+      ref += double(wf[j]) * xd[j];
+      mag += std::fabs(xd[j]) * (std::fabs(wf[j]) + wmax);
+    }
+    EXPECT_NEAR(P::run(words, xp), ref, 1e-6 * mag) << ggml_type_name(T) << " trial " << trial;
+    if (trial % 7 != 3) EXPECT_NE(ref, 0.0);
+  }
+}
+
+TEST(QuantDot, BlockPairsMatchDequantizeTimesQ8_1) {
+  check_pairs<GGMLType::Q4_0>();
+  check_pairs<GGMLType::Q8_0>();
 }
 
 }  // namespace

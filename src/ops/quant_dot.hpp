@@ -236,6 +236,53 @@ struct Dot<GGMLType::Q8_1> {
     q8_dot<M, 4, true>(w, c, x, acc);
   }
 };
+// ---- Whole block pairs (the staged matrix-vector kernel of qmatmul.cu, one row of x). Two
+// consecutive blocks of Q4_0 (2 x 18 bytes) or Q8_0 (2 x 34) are whole 4-byte words, so the kernel
+// reads a pair from shared memory as words (an odd word stride: no bank conflicts) and unpacks both
+// blocks here. x of a pair: both Q8_1 blocks' int8 words, scales and exact sums of q.
+struct alignas(16) XPair {  // 80 bytes: five 16-byte shared-memory loads
+  int q[16];  // block 0's 8 words (elements 0-31), then block 1's
+  float d[2];
+  int s[2];  // sum of the block's 32 int8: the integer side of Q4_0's -8 offset
+};
+
+// Block 0's int word i from a pair whose blocks start with a 2-byte scale: bytes 2 + 4i .. 5 + 4i,
+// which straddle words i and i + 1.
+WICK_HD int pair_word0(const uint32_t* w, int i) { return int((w[i] >> 16) | (w[i + 1] << 16)); }
+
+template <GGMLType T>
+struct PairDot;
+
+template <>
+struct PairDot<GGMLType::Q4_0> {
+  static constexpr int kWords = 9;  // 36 bytes; block 1 = d in word 4's high half, qs in words 5..8
+  WICK_HD static float run(const uint32_t (&w)[kWords], const XPair& x) {
+    int s0 = 0, s1 = 0;
+    WICK_QDOT_UNROLL
+    for (int i = 0; i < 4; ++i) {
+      const int a = pair_word0(w, i), b = int(w[5 + i]);
+      s0 = dot4_i8(a & kNib, x.q[i], s0);
+      s0 = dot4_i8((a >> 4) & kNib, x.q[4 + i], s0);
+      s1 = dot4_i8(b & kNib, x.q[8 + i], s1);
+      s1 = dot4_i8((b >> 4) & kNib, x.q[12 + i], s1);
+    }
+    return h_bits(w[0]) * (x.d[0] * float(s0 - 8 * x.s[0])) + h_bits(w[4] >> 16) * (x.d[1] * float(s1 - 8 * x.s[1]));
+  }
+};
+template <>
+struct PairDot<GGMLType::Q8_0> {
+  static constexpr int kWords = 17;  // 68 bytes; block 1 = d in word 8's high half, qs in words 9..16
+  WICK_HD static float run(const uint32_t (&w)[kWords], const XPair& x) {
+    int s0 = 0, s1 = 0;
+    WICK_QDOT_UNROLL
+    for (int i = 0; i < 8; ++i) {
+      s0 = dot4_i8(pair_word0(w, i), x.q[i], s0);
+      s1 = dot4_i8(int(w[9 + i]), x.q[8 + i], s1);
+    }
+    return h_bits(w[0]) * (x.d[0] * float(s0)) + h_bits(w[8] >> 16) * (x.d[1] * float(s1));
+  }
+};
+
 // Table types: the nibbles index int8 levels; d * level.
 template <int M>
 WICK_HD void lut_dot(float d, int v0, int v1, const uint32_t (&t)[4], const XRows& x, int c, float (&acc)[M]) {

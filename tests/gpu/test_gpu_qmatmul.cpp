@@ -220,6 +220,22 @@ TEST(GpuQMatVec, LongRows) {
     for (size_t m : {1, 5}) run_case({t, m, 24, 11008, DType::F32, false});
 }
 
+// The staged kernel (qmatmul.cu: one row of x, Q4_0 / Q8_0, 4096 <= k, a row within one warp's
+// portion of 8192 / 4096 elements on 32-lane warps, n >= 8192): more rows than the resident wave
+// has warps (each warp walks several), a last round that only some warps take, f16 and strided bf16
+// x; and the shapes beside it that take qmv_kernel (one group past the portion, fewer rows). The
+// ctest entry gpu_qmatmul_unstaged runs them all on qmv_kernel.
+TEST(GpuQMatVec, StagedShapes) {
+  run_case({GGMLType::Q4_0, 1, 8200, 4096, DType::F32, false});
+  run_case({GGMLType::Q4_0, 1, 8192, 8192, DType::F16, false});
+  run_case({GGMLType::Q4_0, 1, 8193, 4096, DType::BF16, true});
+  run_case({GGMLType::Q4_0, 1, 8192, 8448, DType::F32, false});
+  run_case({GGMLType::Q8_0, 1, 8200, 4096, DType::F32, false});
+  run_case({GGMLType::Q8_0, 1, 8193, 4096, DType::F16, true});
+  run_case({GGMLType::Q8_0, 1, 8192, 4352, DType::F32, false});
+  run_case({GGMLType::Q8_0, 1, 8191, 4096, DType::F32, false});
+}
+
 TEST(GpuQMatVec, BatchShapeAndErrors) {
   const size_t k = 64, n = 5;
   const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q8_0, n * k / 32, 3);

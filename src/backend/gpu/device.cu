@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,21 @@ namespace wick::gpu {
 __global__ void probe_kernel(int* p) {
   kernel_entry();
   if (p) *p = 0;
+}
+
+int resident_blocks(int ordinal, const void* kernel, int block, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, const void*, int, size_t>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_tuple(ordinal, kernel, block, smem);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int n = 0;
+  if (gpuOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, smem) != gpuSuccess || n < 1) {
+    (void)gpuGetLastError();
+    n = 1;
+  }
+  known.emplace(key, n);
+  return n;
 }
 
 bool pdl_allowed(const void* kernel) {

@@ -54,6 +54,11 @@ __device__ __forceinline__ void kernel_entry() {
 // later (so kernel_entry() waits) and WICK_PDL is not 0 (WICK_PDL=0 turns it off, to compare).
 bool pdl_allowed(const void* kernel);
 
+// Blocks of `kernel` (launched with `block` threads and `smem` bytes of dynamic shared memory) that one
+// SM of device `ordinal` holds at once: the runtime's occupancy answer, kept per (device, kernel,
+// block, smem) since it never changes; 1 if the runtime cannot say. For grids of one resident wave.
+int resident_blocks(int ordinal, const void* kernel, int block, size_t smem);
+
 // The one way kernels are launched: kernel<<<grid, block, smem, s>>>(args...), with PDL where allowed.
 template <class... P, class... A>
 void launch_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s, A&&... args) {
@@ -134,6 +139,21 @@ template <class T> __device__ __forceinline__ T shfl_xor_any(const T& v, int lan
   T r;
   __builtin_memcpy(&r, w, sizeof(T));
   return r;
+}
+
+// Orders one warp's (wave's) shared-memory writes before its lanes' later reads of each other's
+// words: __syncwarp on NVIDIA, the wave's two warps at their named barrier in the cdna emulation;
+// an AMD wave runs its LDS instructions in order, so only the compiler must not move them.
+__device__ __forceinline__ void wave_sync() {
+#if WICK_WAVE_ON_WARP_PAIRS
+  wave_pair_barrier(unsigned(threadIdx.x) / 64u);  // 1-D blocks
+#elif defined(WICK_GPU_HIP)
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+  __syncwarp();
+#endif
 }
 
 // Reduces v across the warp with op; every lane gets the result.

@@ -133,5 +133,17 @@ inline constexpr int kQmvRows = 2;   // 2..8 rows of x
 inline constexpr int kQmvRows1 = 2;  // one row of x (1, 2, 4 or 8)
 inline constexpr int kQmvUnroll = 2;
 inline constexpr int kQmvQuantBlock = 256;  // activation quantization: 8 Q8_1 blocks (32 lanes each)
+// The staged kernel (one row of x, Q4_0 / Q8_0 rows of whole 8-block groups): blocks of
+// kQmvStagedBlock threads, each warp copying a row in up to kQmvStagedLoads 16-byte loads per lane
+// (a row of at most 8192 Q4_0 / 4096 Q8_0 elements on 32-lane warps) to shared memory. Taken for
+// k >= kQmvStagedMinK and n >= kQmvStagedMinRows: on an H200 it beat qmv_kernel on 4096 x 11008 and
+// 4096 x 32000 (Q4_0 10.9 / 22.4 us vs 12.0 / 27.0, Q8_0 16.2 / 36.5 vs 17.3 / 40.5) and lost on
+// 4096 x 4096 Q4_0 (7.8 vs 6.7 us: one wave of blocks, fewer rows than warps to walk them) and on
+// the 1.1B shapes (k = 2048: the 1.1B Q4_0 / Q8_0 files 5% slower with every product staged)
+// (bench/results/llm_qmatvec_staged_h200_2026-11-27.md). AMD unmeasured.
+inline constexpr int kQmvStagedBlock = 128;
+inline constexpr int kQmvStagedLoads = 9;
+inline constexpr int kQmvStagedMinK = 4096;
+inline constexpr int kQmvStagedMinRows = 8192;
 
 }  // namespace wick::gpu::tune

@@ -16,8 +16,6 @@
 #include <climits>
 #include <cstdlib>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -480,23 +478,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   }
 }
 
-// Blocks of `kernel` one SM holds at once (the runtime's occupancy answer, kept per device and
-// kernel: it never changes); 1 if the runtime cannot say.
-int resident_blocks(int ordinal, void (*kernel)(DecodeArgs), int block) {
-  static std::mutex mu;
-  static std::map<std::pair<int, const void*>, int> known;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(ordinal, reinterpret_cast<const void*>(kernel));
-  if (auto it = known.find(key); it != known.end()) return it->second;
-  int n = 0;
-  if (gpuOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, block, 0) != gpuSuccess || n < 1) {
-    (void)gpuGetLastError();
-    n = 1;
-  }
-  known.emplace(key, n);
-  return n;
-}
-
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
 }  // namespace
@@ -573,7 +554,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
         const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
         const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
         const int64_t most = (int64_t(a.t_kv) + kStreamMinRun - 1) / kStreamMinRun;
-        d.splits = int(std::clamp<int64_t>(int64_t(sms) * resident_blocks(ordinal, kern, block) / per_run, 1, most));
+        d.splits = int(std::clamp<int64_t>(int64_t(sms) * resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, 0) / per_run, 1, most));
         d.run = kStreamMinRun;
         d.dyn_runs = true;
       } else {

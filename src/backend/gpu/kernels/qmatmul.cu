@@ -3,6 +3,8 @@
 // quant_encode.hpp's quantize_block_q8_1), then one pass over W in which every weight chunk is
 // unpacked once and dotted with all rows through dot4_i8 (ops/quant_dot.hpp). More rows: the
 // prefill path of kernels/quant.cu (qmatmul_prefill).
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backend/gpu/device_utils.cuh"
@@ -81,6 +83,135 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvMaxBlock)
     const int r = int(threadIdx.x) / M, i = int(threadIdx.x) % M;
     if (row0 + r < n && i < m) store_y(y, y_dt, int64_t(i) * n + row0 + r, s);
   }
+}
+
+// ---- The staged kernel: one row of x; Q4_0 and Q8_0 rows of whole 8-block groups (k a multiple of
+// 256: 144 / 272 bytes, so every row starts 16-byte aligned) that fit one warp's portion. qmv_kernel's
+// lanes read 2- and 4-byte pieces of 18- / 34-byte weight blocks and 36-byte activation blocks,
+// several cache lines per warp load. Here a warp copies a whole row to its shared memory in 16-byte
+// loads (512 contiguous bytes per warp load), then each lane dots whole pairs of blocks (PairDot)
+// with x, which the block staged once as XPairs. The grid is one wave of resident blocks whose
+// warps walk the rows, each loading its next row before it computes the current one.
+template <GGMLType T>
+struct Staged {
+  using P = quant::dot::PairDot<T>;
+  static constexpr int kGroup = 16 * P::kWords;  // 8 blocks = 4 pairs of 4 * kWords bytes
+  static constexpr int kLoads = tune::kQmvStagedLoads;
+  static constexpr int kSlot = kWarpSize * kLoads * 16;  // a warp's shared memory: one round of loads
+  static constexpr int kPortionGroups = kSlot / kGroup;  // the longest row, in groups
+  static constexpr int kPairsPerLane = (4 * kPortionGroups + kWarpSize - 1) / kWarpSize;
+};
+
+// Dynamic shared memory of a block: x's pairs, then a warp's round of loads per warp (threads * 16 *
+// loads bytes in all, the same for 32- and 64-lane waves).
+size_t staged_smem(int xblocks, int threads) {
+  return size_t(xblocks / 2) * sizeof(quant::dot::XPair) + size_t(threads) * tune::kQmvStagedLoads * 16;
+}
+
+// 16 bytes of a row. On AMD a clang vector: an array of structs (uint4, VecOf) copied into LDS
+// stayed in scratch under clang 21.
+#if defined(WICK_GPU_HIP)
+typedef uint32_t Piece __attribute__((ext_vector_type(4)));
+#else
+using Piece = uint4;
+#endif
+
+// A warp's loads of one row: lane l takes pieces l, l + wave, ... (512 contiguous bytes per warp
+// load on 32 lanes).
+template <int L>
+__device__ __forceinline__ void load_row(Piece (&buf)[L], const uint8_t* row, int lane, int pieces) {
+  const auto* src = reinterpret_cast<const Piece*>(row);
+#pragma unroll
+  for (int j = 0; j < L; ++j)
+    if (lane + j * kWarpSize < pieces) buf[j] = src[lane + j * kWarpSize];
+}
+
+template <GGMLType T>
+__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvStagedBlock)
+    qmv_staged_kernel(const uint8_t* WICK_RESTRICT w, int gpr, int64_t n, const uint8_t* WICK_RESTRICT xq,
+                      int xblocks, void* WICK_RESTRICT y, int y_dt) {
+  kernel_entry();
+  using S = Staged<T>;
+  using P = typename S::P;
+  using quant::dot::XPair;
+  extern __shared__ Piece smem[];
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  const int nwarps = int(blockDim.x) / kWarpSize;
+  auto* xs = reinterpret_cast<XPair*>(smem);
+  Piece* ws = smem + size_t(xblocks / 2) * (sizeof(XPair) / 16) + size_t(warp) * (S::kSlot / 16);
+  const int64_t row_bytes = int64_t(gpr) * S::kGroup, tw = int64_t(gridDim.x) * nwarps;
+  const int pieces = gpr * (S::kGroup / 16), pairs = 4 * gpr;  // of a row (the host keeps gpr <= kPortionGroups)
+
+  Piece buf[S::kLoads];
+  int64_t row = int64_t(blockIdx.x) * nwarps + warp;
+  if (row < n) load_row(buf, w + row * row_bytes, lane, pieces);  // in flight while x is staged
+
+  for (int b = int(threadIdx.x); b < xblocks; b += int(blockDim.x)) {
+    const auto* src = reinterpret_cast<const uint32_t*>(xq + size_t(b) * kQ8_1Bytes);
+    XPair& p = xs[b / 2];
+    const int h = b % 2;
+    int sum = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int q = int(src[1 + i]);
+      p.q[8 * h + i] = q;
+      sum = dot4_i8(quant::dot::kOnes, q, sum);
+    }
+    p.d[h] = quant::dot::h_bits(src[0]);
+    p.s[h] = sum;
+  }
+  __syncthreads();
+
+  const auto* wsw = reinterpret_cast<const uint32_t*>(ws);
+  for (; row < n; row += tw) {
+#pragma unroll
+    for (int j = 0; j < S::kLoads; ++j)
+      if (lane + j * kWarpSize < pieces) ws[lane + j * kWarpSize] = buf[j];
+    wave_sync();
+    if (row + tw < n) load_row(buf, w + (row + tw) * row_bytes, lane, pieces);
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < S::kPairsPerLane; ++i) {
+      const int p = lane + i * kWarpSize;
+      if (p < pairs) {
+        uint32_t wv[P::kWords];
+#pragma unroll
+        for (int t = 0; t < P::kWords; ++t) wv[t] = wsw[p * P::kWords + t];
+        acc += P::run(wv, xs[p]);
+      }
+    }
+    wave_sync();  // every lane has read the row before the next one is stored
+    acc = warp_reduce(acc, [](float a, float b) { return a + b; });
+    if (lane == 0) store_y(y, y_dt, row, acc);
+  }
+}
+
+// Whether the staged kernel takes this product: a row fits one warp's portion (at the device's
+// wave size; a wider wave only holds more) and the shape is one it was measured to win
+// (tune::kQmvStaged*). WICK_QMV_STAGED=0: never, to compare.
+bool staged_fits(GGMLType t, size_t n, size_t k, int m, int wave_size) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("WICK_QMV_STAGED");
+    return !(e && std::string(e) == "0");
+  }();
+  if (!enabled || m != 1 || (t != GGMLType::Q4_0 && t != GGMLType::Q8_0) || k % 256 != 0) return false;
+  const size_t group = t == GGMLType::Q4_0 ? Staged<GGMLType::Q4_0>::kGroup : Staged<GGMLType::Q8_0>::kGroup;
+  const size_t portion_groups = size_t(wave_size) * tune::kQmvStagedLoads * 16 / group;
+  return k / 256 <= portion_groups && k >= size_t(tune::kQmvStagedMinK) && n >= size_t(tune::kQmvStagedMinRows);
+}
+
+template <GGMLType T>
+void launch_staged(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const uint8_t* xq, void* y, int y_dt,
+                   const gpuDeviceProp_t& prop, int dev) {
+  const int threads = tune::kQmvStagedBlock, xblocks = int(k / 32);
+  const size_t smem = staged_smem(xblocks, threads);
+  const int64_t warps = std::max(1, threads / std::max(1, prop.warpSize));
+  const int64_t need = (int64_t(n) + warps - 1) / warps;
+  const int64_t wave = int64_t(std::max(1, prop.multiProcessorCount)) *
+                       resident_blocks(dev, reinterpret_cast<const void*>(qmv_staged_kernel<T>), threads, smem);
+  const unsigned grid = unsigned(std::max<int64_t>(1, std::min(need, wave)));
+  launch_kernel(qmv_staged_kernel<T>, grid, threads, smem, s, w, int(k / 256), int64_t(n), xq, xblocks, y, y_dt);
+  check_launch("qmatvec (staged)");
 }
 
 template <int M, int R>
@@ -183,6 +314,14 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   const size_t xq_row_bytes = (k / 32) * kQ8_1Bytes;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(xq);
+  if (rows_per_block == 0 && block_threads == 0) {
+    int dev = 0;
+    (void)gpuGetDevice(&dev);
+    const gpuDeviceProp_t& prop = context(dev).prop;
+    if (staged_fits(t, n, k, int(m), prop.warpSize))
+      return t == GGMLType::Q4_0 ? launch_staged<GGMLType::Q4_0>(s, wb, n, k, xb, y, y_dt, prop, dev)
+                                 : launch_staged<GGMLType::Q8_0>(s, wb, n, k, xb, y, y_dt, prop, dev);
+  }
   switch (rows) {
     case 1:
       launch_qmv<1>(s, t, wb, n, k, xb, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
