@@ -65,6 +65,12 @@ __device__ __forceinline__ int64_t keys_of(const DecodeArgs& a, int64_t bi) {
   return pos::clamp_kv_len(n, a.t_q, a.t_kv, a.causal);
 }
 
+// A run's weight when runs with maxima m meet at the larger max mx: exp(m - mx), and 0 for a run
+// with no visible key (m = -inf; mx may be -inf too). The streaming kernel's shuffles and the merge.
+__device__ __forceinline__ float run_weight(float m, float mx) {
+  return m == -std::numeric_limits<float>::infinity() ? 0.0f : fmath::exp(m - mx);
+}
+
 // Keys per run. Fixed (a.run), or with dyn_runs the length spread over the a.splits runs the grid
 // has (sized on the host to fill the GPU once), a multiple of a.run: at 8,192 keys the 256-key runs
 // of a 7B model made 1.33 waves of blocks, the last third of a wave with most SMs idle (ncu).
@@ -380,7 +386,6 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
   }
 
   // The key groups of a wave meet by shuffles (each pair ends with the same sums), then the waves.
-  auto weight = [&](float mi, float mo) { return mi == ninf ? 0.0f : fmath::exp(mi - mo); };
   for (int o = lanes; o < kWarpSize; o <<= 1)
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -388,7 +393,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
       const bool low = (lane & o) == 0;
       const float m2 = shfl_xor(m[r], o), l2 = shfl_xor(l[r], o);
       const float ma = low ? m[r] : m2, mb = low ? m2 : m[r], mo = mb > ma ? mb : ma;
-      const float wa = weight(ma, mo), wb = weight(mb, mo);
+      const float wa = run_weight(ma, mo), wb = run_weight(mb, mo);
       l[r] = wa * (low ? l[r] : l2) + wb * (low ? l2 : l[r]);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
@@ -418,7 +423,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
     for (int w = 0; w < waves; ++w) mo = sml[w][r][0] > mo ? sml[w][r][0] : mo;
     float lo = 0.0f, o = 0.0f;
     for (int w = 0; w < waves; ++w) {
-      const float wt = weight(sml[w][r][0], mo);
+      const float wt = run_weight(sml[w][r][0], mo);
       lo += wt * sml[w][r][1];
       o += wt * so[w][r][cc];
     }
@@ -469,7 +474,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
         if (s0 + u >= splits) continue;
-        const float w = m[u] == ninf ? 0.0f : fmath::exp(m[u] - mx);
+        const float w = run_weight(m[u], mx);
         l += w * lv[u];
         acc += w * ov[u];
       }
