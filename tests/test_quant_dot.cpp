@@ -102,8 +102,9 @@ TEST(QuantDot, EveryTypeMatchesDequantizeTimesQ8_1) {
   }
 }
 
-// The pair path (the staged GPU kernel): two Q4_0 / Q8_0 blocks read as whole words, x as an XPair
-// built from Q8_1 blocks (int8 words, f16 scale widened, exact sum of q). Same reference and bound.
+// The pair path (the staged GPU kernel): two Q4_0 / Q8_0 blocks read as whole words, x as the XPair
+// set_xpair_half builds from Q8_1 blocks (int8 words, f16 scale widened, exact sum of q). Same
+// reference (from the Q8_1 bytes) and bound.
 template <GGMLType T>
 void check_pairs() {
   using P = dot::PairDot<T>;
@@ -124,13 +125,9 @@ void check_pairs() {
       for (float& v : x) v = s * normal(rng);
       uint8_t blk[dot::kQ8_1Bytes];
       quantize_block_q8_1(x, blk);
+      dot::set_xpair_half(xp, b, blk);
       const float d = quant::detail::ld_f16(blk);
-      std::memcpy(&xp.q[8 * b], blk + 4, 32);
-      xp.d[b] = d;
-      for (int j = 0; j < 32; ++j) {
-        xp.s[b] += int8_t(blk[4 + j]);
-        xd[32 * b + j] = double(int8_t(blk[4 + j])) * d;
-      }
+      for (int j = 0; j < 32; ++j) xd[32 * b + j] = double(int8_t(blk[4 + j])) * d;
     }
     double wmax = 0, ref = 0, mag = 0;
     for (float v : wf) wmax = std::fmax(wmax, std::fabs(v));

@@ -240,11 +240,24 @@ struct Dot<GGMLType::Q8_1> {
 // consecutive blocks of Q4_0 (2 x 18 bytes) or Q8_0 (2 x 34) are whole 4-byte words, so the kernel
 // reads a pair from shared memory as words (an odd word stride: no bank conflicts) and unpacks both
 // blocks here. x of a pair: both Q8_1 blocks' int8 words, scales and exact sums of q.
-struct alignas(16) XPair {  // 80 bytes: five 16-byte shared-memory loads
+struct alignas(16) XPair {  // 80 bytes, so the pairs of a staged row stay 16-byte aligned
   int q[16];  // block 0's 8 words (elements 0-31), then block 1's
   float d[2];
   int s[2];  // sum of the block's 32 int8: the integer side of Q4_0's -8 offset
 };
+// Half h (block h of the pair) of an XPair from one Q8_1 block.
+WICK_HD void set_xpair_half(XPair& p, int h, const uint8_t* q8_1) {
+  const XRows x{q8_1, 0};
+  int sum = 0;
+  WICK_QDOT_UNROLL
+  for (int i = 0; i < 8; ++i) {
+    const int q = x.q(0, 0, i);
+    p.q[8 * h + i] = q;
+    sum = dot4_i8(kOnes, q, sum);
+  }
+  p.d[h] = x.d(0, 0);
+  p.s[h] = sum;
+}
 
 // Block 0's int word i from a pair whose blocks start with a 2-byte scale: bytes 2 + 4i .. 5 + 4i,
 // which straddle words i and i + 1.

@@ -146,20 +146,8 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvStagedBlock)
   int64_t row = int64_t(blockIdx.x) * nwarps + warp;
   if (row < n) load_row(buf, w + row * row_bytes, lane, pieces);  // in flight while x is staged
 
-  for (int b = int(threadIdx.x); b < xblocks; b += int(blockDim.x)) {
-    const auto* src = reinterpret_cast<const uint32_t*>(xq + size_t(b) * kQ8_1Bytes);
-    XPair& p = xs[b / 2];
-    const int h = b % 2;
-    int sum = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int q = int(src[1 + i]);
-      p.q[8 * h + i] = q;
-      sum = dot4_i8(quant::dot::kOnes, q, sum);
-    }
-    p.d[h] = quant::dot::h_bits(src[0]);
-    p.s[h] = sum;
-  }
+  for (int b = int(threadIdx.x); b < xblocks; b += int(blockDim.x))
+    quant::dot::set_xpair_half(xs[b / 2], b % 2, xq + size_t(b) * kQ8_1Bytes);
   __syncthreads();
 
   const auto* wsw = reinterpret_cast<const uint32_t*>(ws);
@@ -186,18 +174,22 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvStagedBlock)
   }
 }
 
-// Whether the staged kernel takes this product: a row fits one warp's portion (at the device's
-// wave size; a wider wave only holds more) and the shape is one it was measured to win
-// (tune::kQmvStaged*). WICK_QMV_STAGED=0: never, to compare.
-bool staged_fits(GGMLType t, size_t n, size_t k, int m, int wave_size) {
+// Whether the staged kernel may take this product by its shape (the one it was measured to win,
+// tune::kQmvStaged*); WICK_QMV_STAGED=0: never, to compare. The caller then checks that a row fits
+// one warp's portion (staged_row_fits) at the device's wave size.
+bool staged_shape(GGMLType t, size_t n, size_t k, size_t m) {
   static const bool enabled = [] {
     const char* e = std::getenv("WICK_QMV_STAGED");
     return !(e && std::string(e) == "0");
   }();
-  if (!enabled || m != 1 || (t != GGMLType::Q4_0 && t != GGMLType::Q8_0) || k % 256 != 0) return false;
+  return enabled && m == 1 && (t == GGMLType::Q4_0 || t == GGMLType::Q8_0) && k % 256 == 0 &&
+         k >= size_t(tune::kQmvStagedMinK) && n >= size_t(tune::kQmvStagedMinRows);
+}
+// A row of k within one warp's portion at the host's idea of the wave size (a wider device wave,
+// as in the cdna emulation, only holds more).
+bool staged_row_fits(GGMLType t, size_t k, int wave_size) {
   const size_t group = t == GGMLType::Q4_0 ? Staged<GGMLType::Q4_0>::kGroup : Staged<GGMLType::Q8_0>::kGroup;
-  const size_t portion_groups = size_t(wave_size) * tune::kQmvStagedLoads * 16 / group;
-  return k / 256 <= portion_groups && k >= size_t(tune::kQmvStagedMinK) && n >= size_t(tune::kQmvStagedMinRows);
+  return k / 256 <= size_t(wave_size) * tune::kQmvStagedLoads * 16 / group;
 }
 
 template <GGMLType T>
@@ -314,11 +306,11 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   const size_t xq_row_bytes = (k / 32) * kQ8_1Bytes;
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* xb = static_cast<const uint8_t*>(xq);
-  if (rows_per_block == 0 && block_threads == 0) {
+  if (rows_per_block == 0 && block_threads == 0 && staged_shape(t, n, k, m)) {
     int dev = 0;
     (void)gpuGetDevice(&dev);
     const gpuDeviceProp_t& prop = context(dev).prop;
-    if (staged_fits(t, n, k, int(m), prop.warpSize))
+    if (staged_row_fits(t, k, prop.warpSize))
       return t == GGMLType::Q4_0 ? launch_staged<GGMLType::Q4_0>(s, wb, n, k, xb, y, y_dt, prop, dev)
                                  : launch_staged<GGMLType::Q8_0>(s, wb, n, k, xb, y, y_dt, prop, dev);
   }
