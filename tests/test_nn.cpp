@@ -148,6 +148,55 @@ TEST_P(ByFloat, RopeMatchesFixture) {
   EXPECT_GE(n, 18);
 }
 
+// rope_kv_append against the rope fixture (PyTorch): heads [0, q_heads) of the expected output
+// come back, heads [q_heads, h) land in a k cache at rows [r, r + t) and v in a v cache, every other
+// cache row keeps its value; r = start clamped to [0, capacity - t]; caches contiguous or strided.
+TEST_P(ByFloat, RopeKvAppendMatchesFixture) {
+  const DType dt = GetParam();
+  int n = 0;
+  for (const json& c : fixture().at("rope")) {
+    const std::string kind = c.at("kind");
+    if (!applies(c, dt) || kind == "rope_thd") continue;
+    const Tensor x = tensor_of(c.at("x"), dt), cs = tensor_of(c.at("cos"), dt), sn = tensor_of(c.at("sin"), dt);
+    const std::vector<double> want = doubles_from_json(c.at("out"));
+    const size_t b = x.dim(0), h = x.dim(1), t = x.dim(2), d = x.dim(3), cap = t + 4, dv = 6;
+    for (size_t qh : {size_t(1), h - 1})
+      for (bool strided : {false, true})
+        for (int64_t start : {int64_t(0), int64_t(3), int64_t(100)}) {
+          SCOPED_TRACE(c.at("name").get<std::string>() + " q_heads " + std::to_string(qh) +
+                       (strided ? " strided" : "") + " start " + std::to_string(start));
+          const size_t hkv = h - qh, r = size_t(std::min<int64_t>(start, int64_t(cap - t)));
+          std::vector<double> vv(b * hkv * t * dv);
+          for (size_t i = 0; i < vv.size(); ++i) vv[i] = double(int(i % 9) - 4) * 0.25;
+          const Tensor v = Tensor::from_vector(vv, {b, hkv, t, dv}).to_dtype(dt);
+          auto cache = [&](size_t w) {
+            return strided ? Tensor::full({b, cap, hkv, w}, 5.0, dt).transpose(1, 2)
+                           : Tensor::full({b, hkv, cap, w}, 5.0, dt);
+          };
+          Tensor kc = cache(d), vc = cache(dv);
+          const Tensor q =
+              rope_kv_append(x, cs, sn, kind == "rope_i", qh, v, kc, vc, Tensor::full({1}, start, DType::I64));
+          std::vector<double> wq, wk, wv;
+          for (size_t bi = 0; bi < b; ++bi) {
+            for (size_t hh = 0; hh < qh; ++hh)
+              for (size_t i = 0; i < t * d; ++i) wq.push_back(want[(bi * h + hh) * t * d + i]);
+            for (size_t kh = 0; kh < hkv; ++kh)
+              for (size_t row = 0; row < cap; ++row) {
+                const bool in = row >= r && row < r + t;
+                for (size_t e = 0; e < d; ++e)
+                  wk.push_back(in ? want[((bi * h + qh + kh) * t + row - r) * d + e] : 5.0);
+                for (size_t e = 0; e < dv; ++e) wv.push_back(in ? vv[((bi * hkv + kh) * t + row - r) * dv + e] : 5.0);
+              }
+          }
+          EXPECT_TRUE(close(q, dt, {b, qh, t, d}, wq));
+          EXPECT_TRUE(close(kc, dt, {b, hkv, cap, d}, wk));
+          EXPECT_TRUE(close(vc, dt, {b, hkv, cap, dv}, wv));
+          ++n;
+        }
+  }
+  EXPECT_GE(n, 48);
+}
+
 // rope_thd on (b, t, h, d) is rope on the (b, h, t, d) transpose (candle_nn's definition),
 // checked against the fixture's rope_thd expectation through that transpose.
 TEST_P(ByFloat, RopeThdIsRopeOfTranspose) {
@@ -441,6 +490,39 @@ TEST(NnErrors, Shapes) {
                      "per-batch cos with the wrong batch");
   expect_shape_error([&] { r.rope_thd(cs, cs); }, "rope_thd reads dim 1 as t");
   expect_shape_error([&] { Tensor::zeros({2, 3, 6}, DType::F32).rope_i(cs, cs); }, "rope rank");
+  // rope_kv_append: qk (1, 3, 2, 8) with 2 q heads, caches of capacity 5
+  {
+    const Tensor qk = Tensor::zeros({1, 3, 2, 8}, DType::F32), c4 = Tensor::zeros({2, 4}, DType::F32);
+    const Tensor v = Tensor::zeros({1, 1, 2, 8}, DType::F32), pos = Tensor::full({1}, 0, DType::I32);
+    Tensor kc = Tensor::zeros({1, 1, 5, 8}, DType::F32), vc = Tensor::zeros({1, 1, 5, 8}, DType::F32);
+    Tensor small = Tensor::zeros({1, 1, 1, 8}, DType::F32), other = Tensor::zeros({1, 1, 6, 8}, DType::F32);
+    Tensor bcast = Tensor::zeros({1, 1, 1, 8}, DType::F32).broadcast_as({1, 1, 5, 8});
+    auto call = [&](size_t qh, const Tensor& vv, Tensor& k, Tensor& vcache) {
+      return rope_kv_append(qk, c4, c4, false, qh, vv, k, vcache, pos);
+    };
+    expect_shape_error([&] { call(3, v, kc, vc); }, "no k head");
+    expect_shape_error([&] { call(1, v, kc, vc); }, "v heads != k heads");
+    expect_shape_error([&] { call(2, Tensor::zeros({1, 1, 3, 8}, DType::F32), kc, vc); }, "v rows != qk rows");
+    expect_shape_error([&] { call(2, v, small, small); }, "capacity below the new rows");
+    expect_shape_error([&] { call(2, v, kc, other); }, "capacities differ");
+    expect_shape_error([&] { call(2, v, bcast, vc); }, "broadcast cache");
+    expect_shape_error([&] { rope_kv_append(qk, c4, c4, false, 2, v, kc, vc, Tensor::zeros({2}, DType::I32)); },
+                       "two starts");
+    EXPECT_THROW(rope_kv_append(qk, c4, c4, false, 2, v, kc, vc, Tensor::zeros({1}, DType::F32)), Error);
+    Tensor kh = Tensor::zeros({1, 1, 5, 8}, DType::F16);
+    EXPECT_THROW(call(2, v, kh, vc), Error);
+    try {
+      call(2, v, kc, kc);
+      ADD_FAILURE() << "one cache for both k and v was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rope_kv_append"), std::string::npos) << e.what();
+    }
+    // Disjoint halves of one storage are two caches.
+    Tensor both = Tensor::zeros({2, 1, 5, 8}, DType::F32);
+    Tensor k0 = both.narrow(0, 0, 1), v0 = both.narrow(0, 1, 1);
+    EXPECT_NO_THROW(call(2, v, k0, v0));
+  }
   // attention
   Tensor q = Tensor::zeros({1, 3, 4, 8}, DType::F32), kv = Tensor::zeros({1, 2, 4, 8}, DType::F32);
   expect_shape_error([&] { attention(q, kv, kv); }, "h_q not a multiple of h_kv");

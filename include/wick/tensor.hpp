@@ -315,6 +315,16 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal 
 Tensor attention_kv_len(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& kv_len, bool causal = false,
                         std::optional<double> scale = std::nullopt);
 
+// A decode step's rotary embedding and KV-cache append in one pass (one kernel on a GPU, where
+// rope and two slice_set copies are three). qk (b, h_q + h_kv, t, d) holds q_heads q heads, then
+// the k heads (a stacked q/k projection); v is (b, h_kv, t, d_v); k_cache (b, h_kv, capacity, d)
+// and v_cache (b, h_kv, capacity, d_v) are views (any strides) of qk's dtype and device. Returns
+// the rotated q heads (b, h_q, t, d), writes the rotated k heads into k_cache and v into v_cache
+// at rows [start, start + t) of dim 2, start one integer read by the device and clamped as
+// slice_set's. The same numbers as rope (rope_i when interleaved) then two slice_set calls.
+Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bool interleaved, size_t q_heads,
+                      const Tensor& v, Tensor& k_cache, Tensor& v_cache, const Tensor& start);
+
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
 inline Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }

@@ -82,6 +82,21 @@ struct RopeDims {
   size_t b, h, t, d;
   bool per_batch;  // cos/sin are (b, t, d/2) rather than (t, d/2)
 };
+// rope_kv_append's KV-cache writes: heads [q_heads, h) of the rotated x (b, h, t, d) go to
+// k_cache and v (b, h - q_heads, t, d_v) to v_cache, each at its cache layout moved r rows along
+// dim 2 as copy_strided_at does (r = clamp_start(start[start_offset], max_start)); k_l and vc_l
+// are the caches' rows [0, t) of dim 2. The core has checked shapes, dtypes and aliasing.
+struct KvAppend {
+  size_t q_heads;
+  const Storage* v;
+  Layout v_l;
+  Storage* k_cache;
+  Layout k_l;
+  Storage* v_cache;
+  Layout vc_l;
+  const Storage* start;
+  size_t start_offset, max_start;
+};
 // q (b, h_q, t_q, d), k (b, h_kv, t_kv, d), v (b, h_kv, t_kv, d_v); h_q is a multiple of h_kv
 // (grouped-query attention: q head i reads kv head i / (h_q / h_kv)). Output (b, h_q, t_q, d_v).
 // causal: query i sees keys j <= i + (t_kv - t_q) (aligned at the bottom right, as a KV cache
@@ -192,6 +207,11 @@ class Storage {
   // cos and sin are contiguous (t, d/2) or (b, t, d/2); the output has x's shape.
   virtual StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
                           const Layout& sin_l, const RopeDims& d) const = 0;
+  // rope (Interleaved or HalfSplit) that also appends to a KV cache (KvAppend): returns the whole
+  // rotated x, as rope does, and writes the k heads and v into the caches.
+  virtual StoragePtr rope_kv_append(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l,
+                                    const Storage& sin, const Layout& sin_l, const RopeDims& d,
+                                    const KvAppend& a) const = 0;
   // silu(this) * up, element-wise; both layouts have the same shape (any strides). q8_1 (may be
   // null): as NormArgs::q8_1, the output's rows in Q8_1 where the backend writes them.
   virtual StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l, StoragePtr* q8_1) const = 0;

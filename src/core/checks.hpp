@@ -17,6 +17,10 @@ void check_defined(const Tensor& t, const char* op);
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
 void check_float(const Tensor& t, const char* op);  // Error(DType) for integer tensors
+// A write destination must not be a broadcast view (stride 0 over a dim of size > 1).
+void check_writable(const Tensor& dst, const char* op);
+// A start row read by the device (slice_set, rope_kv_append): one integer element on dst's device.
+void check_device_start(const Tensor& dst, const Tensor& start, const char* op);
 // A contiguous tensor around a freshly returned storage.
 Tensor wrap(StoragePtr s, const Shape& shape, DType dtype, Device device);
 Tensor wrap_like(StoragePtr s, const Shape& shape, const Tensor& like);  // like's dtype and device

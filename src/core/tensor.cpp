@@ -55,6 +55,25 @@ void check_float(const Tensor& t, const char* op) {
                                       "; convert it with to_dtype(DType::F32)");
 }
 
+void check_writable(const Tensor& dst, const char* op) {
+  const Layout& l = dst.layout();
+  for (size_t d = 0; d < l.rank(); ++d)
+    if (l.shape[d] > 1 && l.strides[d] == 0)
+      throw Error(ErrorKind::Shape, std::string(op) + ": the destination " + describe(dst) +
+                                        " is a broadcast view (dim " + std::to_string(d) +
+                                        " has stride 0), so several of its elements are one "
+                                        "memory location; write into a tensor made with contiguous() or copy()");
+}
+
+void check_device_start(const Tensor& dst, const Tensor& start, const char* op) {
+  check_defined(start, op);
+  check_same_device(dst, start, op);
+  if (dtype_is_float(start.dtype()) || start.numel() != 1)
+    throw Error(dtype_is_float(start.dtype()) ? ErrorKind::DType : ErrorKind::Shape,
+                std::string(op) + ": start must hold one integer (u8, u32, i16, i32 or i64), got " + describe(start) +
+                    "; make it with Tensor::full({1}, pos, DType::I32, device)");
+}
+
 Tensor wrap(StoragePtr s, const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(s), Layout::contiguous(shape), dtype, device);
 }

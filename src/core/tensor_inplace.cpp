@@ -81,16 +81,6 @@ void write_view(Tensor& dst, const Tensor& src, const char* op) {
   }
 }
 
-void check_writable(const Tensor& dst, const char* op) {
-  const Layout& l = dst.layout();
-  for (size_t d = 0; d < l.rank(); ++d)
-    if (l.shape[d] > 1 && l.strides[d] == 0)
-      throw Error(ErrorKind::Shape, std::string(op) + ": the destination " + describe(dst) +
-                                        " is a broadcast view (dim " + std::to_string(d) +
-                                        " has stride 0), so several of its elements are one "
-                                        "memory location; write into a tensor made with contiguous() or copy()");
-}
-
 void assign(Tensor& dst, const Tensor& src, const char* op) {
   if (dst.numel() == 0) return;
   check_writable(dst, op);
@@ -142,12 +132,7 @@ void Tensor::slice_set(const Tensor& src, int64_t dim, size_t start) {
 // The device reads start: nothing here may look at its value (a host read would synchronise).
 void Tensor::slice_set(const Tensor& src, int64_t dim, const Tensor& start) {
   const size_t d = check_slice_set(*this, src, dim);
-  check_defined(start, "slice_set");
-  check_same_device(*this, start, "slice_set");
-  if (dtype_is_float(start.dtype()) || start.numel() != 1)
-    throw Error(dtype_is_float(start.dtype()) ? ErrorKind::DType : ErrorKind::Shape,
-                "slice_set: start must hold one integer (u8, u32, i16, i32 or i64), got " + describe(start) +
-                    "; make it with Tensor::full({1}, pos, DType::I32, device)");
+  check_device_start(*this, start, "slice_set");
   const size_t n = src.shape()[d];
   if (n > shape()[d])
     throw Error(ErrorKind::Shape, "slice_set: src " + describe(src) + " has " + std::to_string(n) + " rows along dim " +

@@ -96,7 +96,12 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
   return out;
 }
 
-Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind kind, const char* op) {
+// rope's operands checked and made contiguous, with the dims the backend takes.
+struct RopeArgs {
+  Tensor x, cos, sin;
+  RopeDims dims;
+};
+RopeArgs rope_args(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind kind, const char* op) {
   check_nn_input(x, op);
   for (const Tensor* t : {&cos, &sin}) {
     check_defined(*t, op);
@@ -117,9 +122,13 @@ Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind
     throw Error(ErrorKind::Shape, std::string(op) + ": cos and sin must both be " + shape_str(table) + " or " +
                                       shape_str(table_b) + " for x " + describe(x) + ", got cos " + describe(cos) +
                                       " and sin " + describe(sin));
-  Tensor xd = x.contiguous(), cd = cos.contiguous(), sd = sin.contiguous();
-  RopeDims rd{b, h, t, d, cos.rank() == 3};
-  return wrap_like(xd.storage()->rope(kind, xd.layout(), *cd.storage(), cd.layout(), *sd.storage(), sd.layout(), rd),
+  return {x.contiguous(), cos.contiguous(), sin.contiguous(), RopeDims{b, h, t, d, cos.rank() == 3}};
+}
+
+Tensor rope_impl(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeKind kind, const char* op) {
+  const RopeArgs r = rope_args(x, cos, sin, kind, op);
+  return wrap_like(r.x.storage()->rope(kind, r.x.layout(), *r.cos.storage(), r.cos.layout(), *r.sin.storage(),
+                                       r.sin.layout(), r.dims),
                    x.shape(), x);
 }
 
@@ -202,6 +211,69 @@ Tensor Tensor::swiglu() const {
   if (n % 2 != 0)
     throw Error(ErrorKind::Shape, "swiglu: the last dim must be even (gate and up halves), got " + describe(*this));
   return narrow(-1, 0, n / 2).silu_mul(narrow(-1, n / 2, n / 2));
+}
+
+Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bool interleaved, size_t q_heads,
+                      const Tensor& v, Tensor& k_cache, Tensor& v_cache, const Tensor& start) {
+  const char* op = "rope_kv_append";
+  const RopeKind kind = interleaved ? RopeKind::Interleaved : RopeKind::HalfSplit;
+  RopeArgs r = rope_args(qk, cos, sin, kind, op);
+  const size_t b = r.dims.b, h = r.dims.h, t = r.dims.t, d = r.dims.d;
+  if (q_heads >= h)
+    throw Error(ErrorKind::Shape, std::string(op) + ": q_heads (" + S(q_heads) + ") must leave at least one k head in qk " +
+                                      describe(qk) + " (q heads then k heads along dim 1)");
+  const size_t h_kv = h - q_heads;
+  for (const Tensor* x : {&v, static_cast<const Tensor*>(&k_cache), static_cast<const Tensor*>(&v_cache)}) {
+    check_defined(*x, op);
+    check_same_device(qk, *x, op);
+    check_same_dtype(qk, *x, op);
+  }
+  const std::string shapes =
+      "qk " + describe(qk) + ", v " + describe(v) + ", k_cache " + describe(k_cache) + ", v_cache " + describe(v_cache);
+  const bool fit = v.rank() == 4 && k_cache.rank() == 4 && v_cache.rank() == 4 && v.dim(0) == b && v.dim(1) == h_kv &&
+                   v.dim(2) == t && k_cache.dim(0) == b && k_cache.dim(1) == h_kv && k_cache.dim(3) == d &&
+                   v_cache.dim(0) == b && v_cache.dim(1) == h_kv && v_cache.dim(3) == v.dim(3) &&
+                   v_cache.dim(2) == k_cache.dim(2);
+  if (!fit)
+    throw Error(ErrorKind::Shape, std::string(op) + ": with " + S(q_heads) + " q heads, v must be (" + S(b) + ", " +
+                                      S(h_kv) + ", " + S(t) + ", d_v), k_cache (" + S(b) + ", " + S(h_kv) +
+                                      ", capacity, " + S(d) + ") and v_cache (" + S(b) + ", " + S(h_kv) +
+                                      ", capacity, d_v), one capacity for both; got " + shapes);
+  const size_t cap = k_cache.dim(2);
+  if (t > cap)
+    throw Error(ErrorKind::Shape, std::string(op) + ": " + S(t) + " new rows do not fit a cache of capacity " + S(cap) +
+                                      " (" + shapes + "); a KV cache this full needs a larger capacity");
+  check_device_start(k_cache, start, op);
+  check_writable(k_cache, op);
+  check_writable(v_cache, op);
+  // Both caches in one storage (a K/V pair of one allocation) must not overlap: the kernel writes
+  // them in no set order.
+  if (k_cache.storage() == v_cache.storage()) {
+    const Layout &kl = k_cache.layout(), &vl = v_cache.layout();
+    if (kl.offset < vl.max_offset_plus_one() && vl.offset < kl.max_offset_plus_one())
+      throw Error(ErrorKind::Argument, std::string(op) + ": k_cache and v_cache overlap in one storage (" + shapes +
+                                           "); give each its own tensor");
+  }
+  // An input sharing a cache's storage may be overwritten while it is read: read it out first.
+  auto apart = [&](const Tensor& x) {
+    return x.storage() == k_cache.storage() || x.storage() == v_cache.storage() ? x.copy() : x;
+  };
+  if (r.x.storage() == k_cache.storage() || r.x.storage() == v_cache.storage()) r.x = r.x.copy();
+  const Tensor vv = apart(v), st = apart(start);
+  const KvAppend a{q_heads,
+                   vv.storage().get(),
+                   vv.layout(),
+                   k_cache.storage().get(),
+                   k_cache.narrow(2, 0, t).layout(),
+                   v_cache.storage().get(),
+                   v_cache.narrow(2, 0, t).layout(),
+                   st.storage().get(),
+                   st.layout().offset,
+                   cap - t};
+  const Tensor rotated = wrap_like(r.x.storage()->rope_kv_append(kind, r.x.layout(), *r.cos.storage(), r.cos.layout(),
+                                                                 *r.sin.storage(), r.sin.layout(), r.dims, a),
+                                   qk.shape(), qk);
+  return rotated.narrow(1, 0, q_heads);
 }
 
 namespace {

@@ -205,8 +205,15 @@ class LlamaModel : public Model {
       auto heads = [&](const Tensor& t, size_t n) { return t.reshape({1, T, n, hd}); };
       const Tensor y = L.qkv.defined() ? L.qkv.forward(h, hq) : Tensor();
       const Tensor v = heads(y.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h, hq), nkv);
-      Tensor q, k;
-      if (y.defined() && !c.qk_norm) {
+      Tensor& kc = cache.k(l);
+      Tensor& vc = cache.v(l);
+      Tensor q, k, a;
+      if (w.step && y.defined() && !c.qk_norm && cdt == x.dtype() && fused_append()) {
+        // A recorded step: rope of q and k and both cache writes are one kernel (rope_kv_append).
+        const Tensor qk = heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2);
+        q = rope_kv_append(qk, cos, sin, c.rope_interleaved, nh, v.transpose(1, 2), kc, vc, w.step->narrow(0, 0, 1));
+        a = attention_kv_len(q, kc, vc, w.step->narrow(0, 1, 1), /*causal=*/true);
+      } else if (y.defined() && !c.qk_norm) {
         // q and k heads side by side take the same rotation: one rope for both.
         const Tensor qk = rope(heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2));
         q = qk.narrow(1, 0, nh);
@@ -221,15 +228,12 @@ class LlamaModel : public Model {
         q = rope(q.transpose(1, 2));
         k = rope(k.transpose(1, 2));
       }
-      Tensor& kc = cache.k(l);
-      Tensor& vc = cache.v(l);
-      Tensor a;
-      if (w.step) {
+      if (!a.defined() && w.step) {
         const Tensor pos = w.step->narrow(0, 0, 1), len = w.step->narrow(0, 1, 1);
         kc.slice_set(k.to_dtype(cdt), 2, pos);
         vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos);
         a = attention_kv_len(q.to_dtype(cdt), kc, vc, len, /*causal=*/true);
-      } else {
+      } else if (!a.defined()) {
         kc.slice_set(k.to_dtype(cdt), 2, w.pos0);
         vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, w.pos0);
         const size_t n = w.pos0 + T - w.key0;
@@ -259,6 +263,13 @@ class LlamaModel : public Model {
   bool q8_1_input(const Linear& lin, size_t rows) const {
     static const bool off = std::getenv("WICK_NO_Q8P") != nullptr;  // the A/B knob of docs/quant.md
     return !off && lin.q.defined() && device_.is_gpu() && rows == 1 && lin.q.dim(1) % 32 == 0;
+  }
+
+  // Whether a recorded step ropes and appends to the cache in one kernel (rope_kv_append);
+  // WICK_NO_ROPE_KV keeps rope and two slice_set copies (the A/B knob of docs/performance.md).
+  static bool fused_append() {
+    static const bool off = std::getenv("WICK_NO_ROPE_KV") != nullptr;
+    return !off;
   }
 
   Tensor head(const Tensor& x) const {

@@ -3,6 +3,8 @@
 // device usable afterwards. Expected values are written out by hand / host loops here.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "wick/wick.hpp"
@@ -109,4 +111,55 @@ TEST(GpuGraph, DestroyingTheGraphReturnsItsMemory) {
     EXPECT_GT(memory_stats(d).in_use, before);  // intermediates are reserved while it lives
   }
   EXPECT_EQ(memory_stats(d).in_use, before);
+}
+
+TEST(GpuGraph, RopeKvAppendReplaysAtEachRow) {
+  // A decode step's rope and cache append recorded once and replayed at new rows (the last past
+  // the end: clamped). The q heads and both caches equal rope then two slice_set calls on the same
+  // device bit for bit, and the q heads the CPU's rope within the dtype's rounding.
+  const Device d = gpu();
+  struct Case {
+    DType dt;
+    size_t hq, hkv, hd;
+    bool inter;
+  };
+  for (const Case c : {Case{DType::F16, 32, 4, 64, true}, Case{DType::BF16, 32, 8, 128, false},
+                       Case{DType::F32, 4, 2, 16, false}}) {
+    SCOPED_TRACE(std::string(dtype_name(c.dt)) + " hd " + std::to_string(c.hd));
+    const size_t cap = 40, h = c.hq + c.hkv;
+    Tensor qk = Tensor::zeros({1, h, 1, c.hd}, c.dt, d), v = Tensor::zeros({1, c.hkv, 1, c.hd}, c.dt, d);
+    Tensor cs = Tensor::zeros({1, c.hd / 2}, c.dt, d), sn = Tensor::zeros({1, c.hd / 2}, c.dt, d);
+    Tensor pos = Tensor::zeros({1}, DType::I32, d), q;
+    Tensor kc = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d), vc = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d);
+    Tensor kc2 = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d), vc2 = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d);
+    Graph g = Graph::capture(d, [&] { q = rope_kv_append(qk, cs, sn, c.inter, c.hq, v, kc, vc, pos); });
+    for (int p : {0, 1, 17, 39, 100}) {
+      const uint64_t seed = uint64_t(p) * 4 + 1;
+      qk.copy_from(Tensor::randn({1, h, 1, c.hd}, c.dt, d, seed));
+      v.copy_from(Tensor::randn({1, c.hkv, 1, c.hd}, c.dt, d, seed + 1));
+      const Tensor ang = Tensor::rand({1, c.hd / 2}, DType::F32, d, seed + 2, 0.0, 6.0);
+      cs.copy_from(ang.cos().to_dtype(c.dt));
+      sn.copy_from(ang.sin().to_dtype(c.dt));
+      pos.copy_from(Tensor::full({1}, p, DType::I32, d));
+      g.replay();
+      const Tensor r = c.inter ? qk.rope_i(cs, sn) : qk.rope(cs, sn);
+      kc2.slice_set(r.narrow(1, c.hq, c.hkv), 2, pos);
+      vc2.slice_set(v, 2, pos);
+      EXPECT_EQ(vals(q), vals(r.narrow(1, 0, c.hq))) << "row " << p;
+      EXPECT_EQ(vals(kc), vals(kc2)) << "row " << p;
+      EXPECT_EQ(vals(vc), vals(vc2)) << "row " << p;
+      const Device cpu = Device::cpu();
+      const Tensor qc = qk.to_device(cpu), cc = cs.to_device(cpu), sc = sn.to_device(cpu);
+      const std::vector<float> want = vals((c.inter ? qc.rope_i(cc, sc) : qc.rope(cc, sc)).narrow(1, 0, c.hq));
+      const std::vector<float> got = vals(q);
+      const double tol = c.dt == DType::F32 ? 1e-5 : c.dt == DType::F16 ? 2e-3 : 1.6e-2;
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "row " << p << " element " << i;
+      // The written row: the k heads rotated; the clamped start 100 writes row 39.
+      const int row = p < int(cap) ? p : int(cap) - 1;
+      const std::vector<float> krow = vals(kc.narrow(2, size_t(row), 1));
+      const std::vector<float> rk = vals(r.narrow(1, c.hq, c.hkv));
+      EXPECT_EQ(krow, rk) << "row " << p;
+    }
+  }
 }

@@ -121,6 +121,20 @@ void add_nn_cases(std::vector<Case>& out) {
       });
   }
 
+  // rope_kv_append: the rotated q heads and both caches after the write, at a row in range and
+  // at one clamped (40 -> 9 - 3).
+  for (bool inter : {false, true})
+    for (int64_t start : {4, 40})
+      add(out, "rope_kv_append", std::string(inter ? "interleaved" : "half") + (start == 4 ? "" : ",clamped"), kFloats,
+          [inter, start](Inputs& in) -> std::vector<Tensor> {
+            const size_t b = 2, hq = 3, hkv = 2, t = in.n(3), d = 16, cap = 9, dv = 8;
+            Tensor kc = in.x_nb({b, hkv, cap, d}, 441), vc = in.x_nb({b, hkv, cap, dv}, 442);
+            Tensor c = in.x_nb({t, d / 2}, 443, Values::Unit), s = in.x_nb({t, d / 2}, 444, Values::Unit);
+            Tensor q = rope_kv_append(in.x({b, hq + hkv, t, d}, 445), c, s, inter, hq, in.x({b, hkv, t, dv}, 446), kc,
+                                      vc, in.lay(Tensor::full({1}, start, DType::I32)));
+            return {q, kc, vc};
+          });
+
   add(out, "silu_mul", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
     return {in.x({in.n(5), 17, 33}, 431).silu_mul(in.x({in.n(5), 17, 33}, 432))};
   });

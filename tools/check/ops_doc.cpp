@@ -101,9 +101,11 @@ std::vector<OpRow> backend_op_rows() {
        "run",
        "run (kernels/nn.cu)"},
       {"nn (fused)",
-       "rope_i (interleaved), rope (half split), rope_thd ((b, t, h, d)); cos/sin (t, d/2) or (b, t, d/2)",
+       "rope_i (interleaved), rope (half split), rope_thd ((b, t, h, d)); cos/sin (t, d/2) or (b, t, d/2); "
+       "rope_kv_append (rope of stacked q/k heads, the k heads and v written into KV caches at a device-held "
+       "row)",
        "float",
-       {"rope_i", "rope", "rope_thd"},
+       {"rope_i", "rope", "rope_thd", "rope_kv_append"},
        "run",
        "run (kernels/nn.cu)"},
       {"nn (fused)", "silu_mul (broadcasting), swiglu", "float", {"silu_mul", "swiglu"}, "run", "run (kernels/nn.cu)"},

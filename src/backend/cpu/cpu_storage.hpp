@@ -81,6 +81,8 @@ class CpuStorage final : public Storage {
   StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const override;
   StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
                   const Layout& sin_l, const RopeDims& d) const override;
+  StoragePtr rope_kv_append(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
+                            const Layout& sin_l, const RopeDims& d, const KvAppend& a) const override;
   StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l, StoragePtr* q8_1) const override;
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
                        const AttentionDims& a) const override;

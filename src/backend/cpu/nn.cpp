@@ -166,6 +166,17 @@ StoragePtr CpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, c
   });
 }
 
+// The CPU has no launches to save: rope, then the two cache writes.
+StoragePtr CpuStorage::rope_kv_append(RopeKind k, const Layout& l, const Storage& cos_s, const Layout& cos_l,
+                                      const Storage& sin_s, const Layout& sin_l, const RopeDims& dm,
+                                      const KvAppend& a) const {
+  StoragePtr out = rope(k, l, cos_s, cos_l, sin_s, sin_l, dm);
+  const Layout k_src = Layout::contiguous({dm.b, dm.h, dm.t, dm.d}).narrow(1, a.q_heads, dm.h - a.q_heads);
+  out->copy_strided_at(k_src, *a.k_cache, a.k_l, *a.start, a.start_offset, a.k_l.strides[2], a.max_start);
+  a.v->copy_strided_at(a.v_l, *a.v_cache, a.vc_l, *a.start, a.start_offset, a.vc_l.strides[2], a.max_start);
+  return out;
+}
+
 namespace {
 
 // silu(a) * b for the types that compute in f32, by vec_math's silu_mul_f32 (its exp is the exp

@@ -136,6 +136,8 @@ class GpuStorage final : public Storage {
   StoragePtr norm_last_dim(const Layout& l, const NormArgs& a) const override;
   StoragePtr rope(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
                   const Layout& sin_l, const RopeDims& d) const override;
+  StoragePtr rope_kv_append(RopeKind k, const Layout& l, const Storage& cos, const Layout& cos_l, const Storage& sin,
+                            const Layout& sin_l, const RopeDims& d, const KvAppend& a) const override;
   StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l, StoragePtr* q8_1) const override;
 
   // kernels/attention.cu (+ blas.cu)

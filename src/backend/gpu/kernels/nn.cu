@@ -21,6 +21,7 @@
 #include "ops/nn.hpp"
 #include "ops/numeric.hpp"
 #include "ops/op_dispatch.hpp"
+#include "ops/positions.hpp"
 
 namespace wick::gpu {
 namespace {
@@ -406,32 +407,97 @@ template <class T, class F> void with_row_config(bool vec, int e, F&& f) {
 }
 
 // ---- rope: one thread per (x0, x1) pair; I is uint32_t when every index fits.
+// Pair p of x (contiguous rows (b, h, t), or (b, t, h) for rope_thd): the row, the pair's two
+// element offsets and their rotated values.
+template <class T, class I> struct RopeAt {
+  I row, f, s;
+  T o0, o1;
+};
+template <class T, class I>
+__device__ __forceinline__ RopeAt<T, I> rope_at(const T* x, const T* cs, const T* sn, I p, I half, I h, I t,
+                                                RopeKind kind, bool per_batch) {
+  using C = compute_t<T>;
+  const I row = p / half, i = p - row * half;
+  I ti, bi;
+  if (kind == RopeKind::HalfSplitThd) {  // row is (b, t, h)
+    const I q = row / h;
+    ti = q % t;
+    bi = q / t;
+  } else {  // row is (b, h, t)
+    ti = row % t;
+    bi = row / (h * t);
+  }
+  const I table = ((per_batch ? bi * t : I(0)) + ti) * half + i;
+  const I base = row * 2 * half;
+  const I f = kind == RopeKind::Interleaved ? base + 2 * i : base + i;
+  const I s = kind == RopeKind::Interleaved ? f + 1 : f + half;
+  const C x0 = to_compute(x[f]), x1 = to_compute(x[s]);
+  const C c = to_compute(cs[table]), sv = to_compute(sn[table]);
+  return {row, f, s, cast<T>(nn::rope_first(x0, x1, c, sv)), cast<T>(nn::rope_second(x0, x1, c, sv))};
+}
+
 template <class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock)
     rope_kernel(const T* WICK_RESTRICT x, const T* WICK_RESTRICT cs, const T* WICK_RESTRICT sn, T* WICK_RESTRICT out,
                 I npairs, I half, I h, I t, RopeKind kind, bool per_batch) {
   kernel_entry();
-  using C = compute_t<T>;
   const I step = I(gridDim.x) * blockDim.x;
   for (I p = I(blockIdx.x) * blockDim.x + threadIdx.x; p < npairs; p += step) {
-    const I row = p / half, i = p - row * half;
-    I ti, bi;
-    if (kind == RopeKind::HalfSplitThd) {  // row is (b, t, h)
-      const I q = row / h;
-      ti = q % t;
-      bi = q / t;
-    } else {  // row is (b, h, t)
-      ti = row % t;
-      bi = row / (h * t);
+    const RopeAt<T, I> r = rope_at(x, cs, sn, p, half, h, t, kind, per_batch);
+    out[r.f] = r.o0;
+    out[r.s] = r.o1;
+  }
+}
+
+// rope_kv_append's cache writes (KvAppend), element strides and offsets; nv = b * h_kv * t * d_v.
+struct KvAppendArgs {
+  void* k_cache;
+  void* v_cache;
+  const void* v;
+  int64_t ks[4], vcs[4], vs[4];
+  int64_t k_off, vc_off, v_off;
+  int64_t q_heads, h_kv, dv, nv;
+  const void* start;
+  DType start_dt;
+  int64_t start_offset, max_start;
+};
+
+// rope_kernel's pairs (rows (b, h, t)), the k heads' pairs also written to the cache, then one
+// thread per element of v copied to its cache: a decode step's rope and two cache writes in one
+// launch. The start row is read on the device (the launch replays in a graph).
+template <class T>
+__global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock)
+    rope_kv_append_kernel(const T* WICK_RESTRICT x, const T* WICK_RESTRICT cs, const T* WICK_RESTRICT sn,
+                          T* WICK_RESTRICT out, int64_t npairs, int64_t half, int64_t h, int64_t t, RopeKind kind,
+                          bool per_batch, KvAppendArgs a) {
+  kernel_entry();
+  const int64_t r0 = pos::clamp_start(pos::load(a.start, a.start_dt, a.start_offset), a.max_start);
+  T* WICK_RESTRICT kc = static_cast<T*>(a.k_cache);
+  T* WICK_RESTRICT vc = static_cast<T*>(a.v_cache);
+  const T* WICK_RESTRICT v = static_cast<const T*>(a.v);
+  const int64_t step = int64_t(gridDim.x) * blockDim.x, n = npairs + a.nv;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    if (i < npairs) {
+      const RopeAt<T, int64_t> r = rope_at(x, cs, sn, i, half, h, t, kind, per_batch);
+      out[r.f] = r.o0;
+      out[r.s] = r.o1;
+      const int64_t head = (r.row / t) % h;
+      if (head >= a.q_heads) {
+        const int64_t ti = r.row % t, bi = r.row / (h * t), base = r.row * 2 * half;
+        T* kp = kc + a.k_off + bi * a.ks[0] + (head - a.q_heads) * a.ks[1] + (ti + r0) * a.ks[2];
+        kp[(r.f - base) * a.ks[3]] = r.o0;
+        kp[(r.s - base) * a.ks[3]] = r.o1;
+      }
+    } else {
+      int64_t e = i - npairs;
+      const int64_t c = e % a.dv;
+      e /= a.dv;
+      const int64_t ti = e % t;
+      e /= t;
+      const int64_t kh = e % a.h_kv, bi = e / a.h_kv;
+      vc[a.vc_off + bi * a.vcs[0] + kh * a.vcs[1] + (ti + r0) * a.vcs[2] + c * a.vcs[3]] =
+          v[a.v_off + bi * a.vs[0] + kh * a.vs[1] + ti * a.vs[2] + c * a.vs[3]];
     }
-    const I table = ((per_batch ? bi * t : I(0)) + ti) * half + i;
-    const I base = row * 2 * half;
-    const I f = kind == RopeKind::Interleaved ? base + 2 * i : base + i;
-    const I s = kind == RopeKind::Interleaved ? f + 1 : f + half;
-    const C x0 = to_compute(x[f]), x1 = to_compute(x[s]);
-    const C c = to_compute(cs[table]), sv = to_compute(sn[table]);
-    out[f] = cast<T>(nn::rope_first(x0, x1, c, sv));
-    out[s] = cast<T>(nn::rope_second(x0, x1, c, sv));
   }
 }
 
@@ -583,6 +649,35 @@ StoragePtr GpuStorage::rope(RopeKind k, const Layout& l, const Storage& cos_s, c
       launch_kernel(rope_kernel<T, uint64_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn, o, uint64_t(npairs),
                     uint64_t(half), uint64_t(dm.h), uint64_t(dm.t), k, dm.per_batch);
     }
+    check_launch(op);
+    return out;
+  });
+}
+
+StoragePtr GpuStorage::rope_kv_append(RopeKind k, const Layout& l, const Storage& cos_s, const Layout& cos_l,
+                                      const Storage& sin_s, const Layout& sin_l, const RopeDims& dm,
+                                      const KvAppend& a) const {
+  DeviceGuard dg(ordinal());
+  const size_t numel = l.numel();
+  auto out = new_storage(ordinal(), numel, dtype_);
+  KvAppendArgs d{as_gpu(*a.k_cache).data(), as_gpu(*a.v_cache).data(), as_gpu(*a.v).data(), {}, {}, {},
+                 int64_t(a.k_l.offset), int64_t(a.vc_l.offset), int64_t(a.v_l.offset), int64_t(a.q_heads),
+                 int64_t(dm.h - a.q_heads), int64_t(a.v_l.shape[3]), int64_t(a.v_l.numel()),
+                 as_gpu(*a.start).data(), a.start->dtype(), int64_t(a.start_offset), int64_t(a.max_start)};
+  for (int i = 0; i < 4; ++i) {
+    d.ks[i] = a.k_l.strides[size_t(i)];
+    d.vcs[i] = a.vc_l.strides[size_t(i)];
+    d.vs[i] = a.v_l.strides[size_t(i)];
+  }
+  const int64_t npairs = int64_t(numel / 2);
+  if (npairs + d.nv == 0) return out;
+  const char* op = "rope_kv_append";
+  return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    launch_kernel(rope_kv_append_kernel<T>, grid_for(npairs + d.nv, tune::kNnRopeBlock), tune::kNnRopeBlock, 0,
+                  stream(), ptr<T>() + l.offset, as_gpu(cos_s).template ptr<T>() + cos_l.offset,
+                  as_gpu(sin_s).template ptr<T>() + sin_l.offset, out->template ptr<T>(), npairs,
+                  int64_t(dm.d / 2), int64_t(dm.h), int64_t(dm.t), k, dm.per_batch, d);
     check_launch(op);
     return out;
   });
