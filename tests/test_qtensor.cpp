@@ -203,6 +203,35 @@ TEST(QTensor, ToBytesRoundTrip) {
   }
 }
 
+// rows(start, n): the bytes of those rows (row r is bytes [r, r + 1) x the row size of the file's
+// blocks), and the range checks.
+TEST(QTensor, RowsCopiesThatByteRange) {
+  for (const auto& name : supported_names()) {
+    const Blocks b = fixture_blocks(name, false);
+    const QTensor q = QTensor::from_bytes(b.type, {b.count, b.elems}, b.bytes.data(), b.bytes.size());
+    const size_t row = b.bytes.size() / b.count;
+    for (auto [start, n] : std::vector<std::pair<size_t, size_t>>{{0, b.count}, {1, b.count - 1}, {b.count - 1, 1},
+                                                                   {b.count / 2, 1}, {b.count, 0}}) {
+      const QTensor r = q.rows(start, n);
+      EXPECT_EQ(r.shape(), (Shape{n, b.elems})) << name;
+      EXPECT_EQ(r.type(), b.type) << name;
+      EXPECT_EQ(r.to_bytes(), std::vector<uint8_t>(b.bytes.begin() + long(start * row),
+                                                   b.bytes.begin() + long((start + n) * row)))
+          << name << " rows " << start << " + " << n;
+    }
+    for (auto [start, n] : std::vector<std::pair<size_t, size_t>>{{b.count, 1}, {0, b.count + 1}, {SIZE_MAX, 2}}) {
+      try {
+        (void)q.rows(start, n);
+        ADD_FAILURE() << name << " rows " << start << " + " << n << " accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
+        EXPECT_NE(std::string(e.what()).find("QTensor::rows"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_THROW((void)QTensor().rows(0, 1), Error);
+}
+
 // ---- dequantize
 
 TEST(QTensor, DequantizeF32BitIdenticalToGgufPy) {

@@ -105,6 +105,10 @@ class QTensor {
   // matrix (a copy of their blocks on that device): e.g. q/k/v weights run as one matrix product.
   static QTensor cat_rows(const std::vector<QTensor>& parts);
   QTensor to(Device device) const;              // one upload / download of the bytes
+  // Rows [start, start + n) of this (rows, k) matrix: a copy of their blocks on the same device,
+  // made by the device without a synchronisation (a decode step's embedding row at a host-known
+  // id: rows(id, 1).dequantize()). Out of range is Error(Index).
+  QTensor rows(size_t start, size_t n) const;
   std::vector<uint8_t> to_bytes() const;        // the blocks, copied to host memory
   Tensor dequantize(DType dtype = DType::F32) const;  // f32, f16 or bf16, same shape and device
 

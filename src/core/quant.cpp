@@ -170,6 +170,20 @@ QTensor QTensor::to(Device device) const {
   return QTensor(backend_for(device).from_host(host.data(), host.size(), DType::U8), type_, shape_, device);
 }
 
+QTensor QTensor::rows(size_t start, size_t n) const {
+  const char* op = "QTensor::rows";
+  check_q(*this, op);
+  if (rank() != 2) throw Error(ErrorKind::Shape, std::string(op) + ": needs a (rows, k) matrix, got " + str());
+  const size_t total = dim(0);
+  if (start > total || n > total - start)  // written so that a huge start cannot wrap
+    throw Error(ErrorKind::Index, std::string(op) + ": rows [" + S(start) + ", " + S(start) + " + " + S(n) +
+                                      ") are outside the " + S(total) + " rows of " + str());
+  // Rows are whole blocks, back to back: rows [start, start + n) are one byte range.
+  const size_t row_bytes = total ? nbytes() / total : 0;
+  const Tensor bytes(blocks_, Layout({n * row_bytes}, {1}, start * row_bytes), DType::U8, device_);
+  return QTensor(bytes.copy().storage(), type_, {n, dim(1)}, device_);
+}
+
 std::vector<uint8_t> QTensor::to_bytes() const {
   check_q(*this, "QTensor::to_bytes");
   check_host_alloc(nbytes(), "QTensor::to_bytes");

@@ -293,13 +293,26 @@ class LlamaModel : public Model {
         return run({token}, cache, false);
       }
     }
+    // Three device-to-device copies and no synchronisation: the token's embedding row (forward()
+    // checked the id on the host), the step's (position, key count) from a table of positions, and
+    // its rotary row. An upload of the ids and an embedding op would wait for the device twice.
     const size_t pos0 = cache.pos();
-    // One upload: the token id, then the step's (position, key count).
-    const Tensor up = Tensor::from_vector(std::vector<int32_t>{token, int32_t(pos0), int32_t(pos0 + 1)}, {3}, device_);
-    graph_.x_in.copy_from(embed(up.narrow(0, 0, 1)));
-    graph_.step.copy_from(up.narrow(0, 1, 2));
-    graph_.cos_in.copy_from(cos_tab_.narrow(0, pos0, 1));
-    graph_.sin_in.copy_from(sin_tab_.narrow(0, pos0, 1));
+    static const bool old_inputs = std::getenv("WICK_OLD_INPUTS") != nullptr;  // TEMPORARY A/B knob
+    if (old_inputs) {
+      const Tensor up = Tensor::from_vector(std::vector<int32_t>{token, int32_t(pos0), int32_t(pos0 + 1)}, {3}, device_);
+      graph_.x_in.copy_from(embed(up.narrow(0, 0, 1)));
+      graph_.step.copy_from(up.narrow(0, 1, 2));
+      const size_t half = config_.rope_dim / 2;
+      graph_.cs_in.narrow(1, 0, half).copy_from(cos_tab_.narrow(0, pos0, 1));
+      graph_.cs_in.narrow(1, half, half).copy_from(sin_tab_.narrow(0, pos0, 1));
+      graph_.graph.replay();
+      cache.advance(1);
+      return graph_.logits.copy();
+    }
+    graph_.x_in.copy_from(embd_q_.defined() ? embd_q_.rows(size_t(token), 1).dequantize(dtype_)
+                                            : embd_.narrow(0, size_t(token), 1));
+    graph_.step.copy_from(positions_.narrow(0, pos0, 2));
+    graph_.cs_in.copy_from(cs_tab_.narrow(0, pos0, 1));
     graph_.graph.replay();
     cache.advance(1);
     return graph_.logits.copy();  // the next replay overwrites graph_.logits
@@ -310,14 +323,15 @@ class LlamaModel : public Model {
     ensure_rope_table(cache.capacity());
     DecodeGraph& g = graph_;
     g.x_in = Tensor::zeros({1, config_.hidden}, dtype_, device_);
-    g.cos_in = Tensor::zeros({1, config_.rope_dim / 2}, dtype_, device_);
-    g.sin_in = Tensor::zeros({1, config_.rope_dim / 2}, dtype_, device_);
+    const size_t half = config_.rope_dim / 2;
+    g.cs_in = Tensor::zeros({1, 2 * half}, dtype_, device_);
+    const Tensor cos = g.cs_in.narrow(1, 0, half), sin = g.cs_in.narrow(1, half, half);
     g.step = Tensor::zeros({2}, DType::I32, device_);
     for (size_t l = 0; l < cache.n_layers(); ++l) {
       g.kv.push_back(cache.k(l).storage());
       g.kv.push_back(cache.v(l).storage());
     }
-    g.graph = Graph::capture(device_, [&] { g.logits = head(blocks(g.x_in, g.cos_in, g.sin_in, cache, Where{0, 0, &g.step})); });
+    g.graph = Graph::capture(device_, [&] { g.logits = head(blocks(g.x_in, cos, sin, cache, Where{0, 0, &g.step})); });
   }
 
   // Rotary tables for positions 0 .. rows-1, computed on the host as transformers does (f32 angle,
@@ -334,12 +348,15 @@ class LlamaModel : public Model {
       }
     cos_tab_ = Tensor::from_vector(cs, {rows, half}, device_).to_dtype(dtype_);
     sin_tab_ = Tensor::from_vector(sn, {rows, half}, device_).to_dtype(dtype_);
+    // A recorded decode step's inputs: cos and sin rows side by side, and positions 0 .. rows.
+    cs_tab_ = Tensor::cat({cos_tab_, sin_tab_}, 1);
+    positions_ = Tensor::arange(0, double(rows + 1), 1, DType::I32, device_);
   }
 
   // A recorded decode step: its inputs, its output, and the cache it writes (the graph holds the
   // cache's addresses: another cache, or this one reallocated, needs a new recording).
   struct DecodeGraph {
-    Tensor x_in, cos_in, sin_in, step, logits;
+    Tensor x_in, cs_in, step, logits;
     Graph graph;
     std::vector<std::weak_ptr<Storage>> kv;
     bool serves(KvCache& cache) const {
@@ -353,7 +370,7 @@ class LlamaModel : public Model {
     }
   };
 
-  Tensor embd_, out_norm_, cos_tab_, sin_tab_;
+  Tensor embd_, out_norm_, cos_tab_, sin_tab_, cs_tab_, positions_;
   DecodeGraph graph_;
   bool graphs_ = true;
   QTensor embd_q_;

@@ -188,6 +188,18 @@ TEST(GpuQuant, DequantizeEveryTypeBitIdentical) {
     EXPECT_EQ(mismatches(g.dequantize(DType::BF16).to_vector<bf16>(), cpu.dequantize(DType::BF16).to_vector<bf16>(),
                          name + " bf16"),
               0u);
+    // rows(): the byte range, copied on the device; one row dequantized is the embedding of its id
+    // (the decode step's embedding).
+    const size_t rb = bytes.size() / rows;
+    for (size_t r : {size_t(0), rows / 2, rows - 1}) {
+      const QTensor one = g.rows(r, 1);
+      EXPECT_EQ(one.to_bytes(), std::vector<uint8_t>(bytes.begin() + long(r * rb), bytes.begin() + long((r + 1) * rb)))
+          << name << " row " << r;
+      const Tensor id = Tensor::full({1}, int64_t(r), DType::I32, gpu());
+      EXPECT_EQ(mismatches(one.dequantize(DType::F16).to_vector<f16>(), g.embedding(id, DType::F16).to_vector<f16>(),
+                           name + " row " + std::to_string(r)),
+                0u);
+    }
   }
 }
 
