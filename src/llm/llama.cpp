@@ -297,18 +297,6 @@ class LlamaModel : public Model {
     // checked the id on the host), the step's (position, key count) from a table of positions, and
     // its rotary row. An upload of the ids and an embedding op would wait for the device twice.
     const size_t pos0 = cache.pos();
-    static const bool old_inputs = std::getenv("WICK_OLD_INPUTS") != nullptr;  // TEMPORARY A/B knob
-    if (old_inputs) {
-      const Tensor up = Tensor::from_vector(std::vector<int32_t>{token, int32_t(pos0), int32_t(pos0 + 1)}, {3}, device_);
-      graph_.x_in.copy_from(embed(up.narrow(0, 0, 1)));
-      graph_.step.copy_from(up.narrow(0, 1, 2));
-      const size_t half = config_.rope_dim / 2;
-      graph_.cs_in.narrow(1, 0, half).copy_from(cos_tab_.narrow(0, pos0, 1));
-      graph_.cs_in.narrow(1, half, half).copy_from(sin_tab_.narrow(0, pos0, 1));
-      graph_.graph.replay();
-      cache.advance(1);
-      return graph_.logits.copy();
-    }
     graph_.x_in.copy_from(embd_q_.defined() ? embd_q_.rows(size_t(token), 1).dequantize(dtype_)
                                             : embd_.narrow(0, size_t(token), 1));
     graph_.step.copy_from(positions_.narrow(0, pos0, 2));

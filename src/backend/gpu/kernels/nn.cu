@@ -464,39 +464,41 @@ struct KvAppendArgs {
 
 // rope_kernel's pairs (rows (b, h, t)), the k heads' pairs also written to the cache, then one
 // thread per element of v copied to its cache: a decode step's rope and two cache writes in one
-// launch. The start row is read on the device (the launch replays in a graph).
-template <class T>
+// launch. The start row is read on the device (the launch replays in a graph). I indexes the pairs
+// and v's elements (uint32_t when they fit); cache offsets are int64_t.
+template <class T, class I>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock)
     rope_kv_append_kernel(const T* WICK_RESTRICT x, const T* WICK_RESTRICT cs, const T* WICK_RESTRICT sn,
-                          T* WICK_RESTRICT out, int64_t npairs, int64_t half, int64_t h, int64_t t, RopeKind kind,
-                          bool per_batch, KvAppendArgs a) {
+                          T* WICK_RESTRICT out, I npairs, I half, I h, I t, RopeKind kind, bool per_batch,
+                          KvAppendArgs a) {
   kernel_entry();
   const int64_t r0 = pos::clamp_start(pos::load(a.start, a.start_dt, a.start_offset), a.max_start);
   T* WICK_RESTRICT kc = static_cast<T*>(a.k_cache);
   T* WICK_RESTRICT vc = static_cast<T*>(a.v_cache);
   const T* WICK_RESTRICT v = static_cast<const T*>(a.v);
-  const int64_t step = int64_t(gridDim.x) * blockDim.x, n = npairs + a.nv;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+  const I step = I(gridDim.x) * blockDim.x, n = npairs + I(a.nv), q_heads = I(a.q_heads), dv = I(a.dv);
+  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     if (i < npairs) {
-      const RopeAt<T, int64_t> r = rope_at(x, cs, sn, i, half, h, t, kind, per_batch);
+      const RopeAt<T, I> r = rope_at(x, cs, sn, i, half, h, t, kind, per_batch);
       out[r.f] = r.o0;
       out[r.s] = r.o1;
-      const int64_t head = (r.row / t) % h;
-      if (head >= a.q_heads) {
-        const int64_t ti = r.row % t, bi = r.row / (h * t), base = r.row * 2 * half;
-        T* kp = kc + a.k_off + bi * a.ks[0] + (head - a.q_heads) * a.ks[1] + (ti + r0) * a.ks[2];
-        kp[(r.f - base) * a.ks[3]] = r.o0;
-        kp[(r.s - base) * a.ks[3]] = r.o1;
+      const I bh = r.row / t, head = bh % h;
+      if (head >= q_heads) {
+        const I ti = r.row - bh * t, bi = bh / h, base = r.row * 2 * half;
+        T* kp = kc + a.k_off + int64_t(bi) * a.ks[0] + int64_t(head - q_heads) * a.ks[1] + (int64_t(ti) + r0) * a.ks[2];
+        kp[int64_t(r.f - base) * a.ks[3]] = r.o0;
+        kp[int64_t(r.s - base) * a.ks[3]] = r.o1;
       }
     } else {
-      int64_t e = i - npairs;
-      const int64_t c = e % a.dv;
-      e /= a.dv;
-      const int64_t ti = e % t;
+      I e = i - npairs;
+      const I c = e % dv;
+      e /= dv;
+      const I ti = e % t;
       e /= t;
-      const int64_t kh = e % a.h_kv, bi = e / a.h_kv;
-      vc[a.vc_off + bi * a.vcs[0] + kh * a.vcs[1] + (ti + r0) * a.vcs[2] + c * a.vcs[3]] =
-          v[a.v_off + bi * a.vs[0] + kh * a.vs[1] + ti * a.vs[2] + c * a.vs[3]];
+      const I kh = e % I(a.h_kv), bi = e / I(a.h_kv);
+      vc[a.vc_off + int64_t(bi) * a.vcs[0] + int64_t(kh) * a.vcs[1] + (int64_t(ti) + r0) * a.vcs[2] +
+         int64_t(c) * a.vcs[3]] =
+          v[a.v_off + int64_t(bi) * a.vs[0] + int64_t(kh) * a.vs[1] + int64_t(ti) * a.vs[2] + int64_t(c) * a.vs[3]];
     }
   }
 }
@@ -674,10 +676,21 @@ StoragePtr GpuStorage::rope_kv_append(RopeKind k, const Layout& l, const Storage
   const char* op = "rope_kv_append";
   return dispatch_float(dtype_, op, [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
-    launch_kernel(rope_kv_append_kernel<T>, grid_for(npairs + d.nv, tune::kNnRopeBlock), tune::kNnRopeBlock, 0,
-                  stream(), ptr<T>() + l.offset, as_gpu(cos_s).template ptr<T>() + cos_l.offset,
-                  as_gpu(sin_s).template ptr<T>() + sin_l.offset, out->template ptr<T>(), npairs,
-                  int64_t(dm.d / 2), int64_t(dm.h), int64_t(dm.t), k, dm.per_batch, d);
+    const T* x = ptr<T>() + l.offset;
+    const T* cs = as_gpu(cos_s).template ptr<T>() + cos_l.offset;
+    const T* sn = as_gpu(sin_s).template ptr<T>() + sin_l.offset;
+    const unsigned grid = grid_for(npairs + d.nv, tune::kNnRopeBlock);
+    // As rope: 32-bit indices when every pair, element and table index fits (a decode step).
+    const size_t table = (dm.per_batch ? dm.b : 1) * dm.t * (dm.d / 2);
+    if (numel + size_t(d.nv) < (size_t(1) << 31) && table < (size_t(1) << 31)) {
+      launch_kernel(rope_kv_append_kernel<T, uint32_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn,
+                    out->template ptr<T>(), uint32_t(npairs), uint32_t(dm.d / 2), uint32_t(dm.h), uint32_t(dm.t), k,
+                    dm.per_batch, d);
+    } else {
+      launch_kernel(rope_kv_append_kernel<T, uint64_t>, grid, tune::kNnRopeBlock, 0, stream(), x, cs, sn,
+                    out->template ptr<T>(), uint64_t(npairs), uint64_t(dm.d / 2), uint64_t(dm.h), uint64_t(dm.t), k,
+                    dm.per_batch, d);
+    }
     check_launch(op);
     return out;
   });
