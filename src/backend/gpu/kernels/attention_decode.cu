@@ -56,6 +56,8 @@ struct DecodeArgs {
   const void* kv_len;  // AttentionDims::kv_len's data, or nullptr
   DType kv_len_dt;
   int64_t kv_len_offset, kv_len_stride;
+  void* out;    // [b][h_q][t_q][dv] in T
+  bool direct;  // a length whose keys fit one run: that run's block writes out, the merge returns
 };
 
 // The keys batch bi sees: t_kv, or its clamped kv_len.
@@ -69,6 +71,19 @@ __device__ __forceinline__ int64_t keys_of(const DecodeArgs& a, int64_t bi) {
 // with no visible key (m = -inf; mx may be -inf too). The streaming kernel's shuffles and the merge.
 __device__ __forceinline__ float run_weight(float m, float mx) {
   return m == -std::numeric_limits<float>::infinity() ? 0.0f : fmath::exp(m - mx);
+}
+
+// A row whose keys all fit one run is finished by the block that scored it (a.direct): the merge's
+// arithmetic for a single run (weight run_weight(m, m), sums from 0), o / l in T, so the output is
+// the merge's bit for bit and the merge kernel returns at once for such a length (at tg128 that
+// merge was two dependent rounds of loads per layer on the step's critical path).
+template <class T>
+__device__ __forceinline__ void write_one_run(const DecodeArgs& a, int64_t bi, int hk, int row, int c, float o, float m,
+                                              float l) {
+  const float w = run_weight(m, m), lo = 0.0f + w * l, acc = 0.0f + w * o;
+  const int g = row / a.t_q, i = row - g * a.t_q;
+  const int64_t h_q = int64_t(a.h_kv) * a.group;
+  static_cast<T*>(a.out)[((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv + c] = cast<T>(acc / lo);
 }
 
 // Keys per run. Fixed (a.run), or with dyn_runs the length spread over the a.splits runs the grid
@@ -103,6 +118,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
   const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
   __shared__ float qs[kRows * kMaxDim];  // q rows (pre-scaled), then the P V partials
   __shared__ float ps[kRows][kKeys];     // scores, then exp(s - m)
+  __shared__ float row_ml[kRows][2];     // each row's m and l, for write_one_run
+  const bool direct = a.direct && n_keys <= a.run;
 
   // Local row r is row R = row0 + r = g * t_q + i: query i of q head hk * group + g.
   for (int e = t; e < rows * a.d; e += blockDim.x) {
@@ -170,7 +187,10 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
       l += p;
     }
     l = warp_reduce(l, [](float x, float y) { return x + y; });
-    if (lane == 0) {
+    if (lane == 0 && direct) {
+      row_ml[r][0] = m;
+      row_ml[r][1] = l;
+    } else if (lane == 0) {
       a.part_ml[(base + r) * 2] = m;
       a.part_ml[(base + r) * 2 + 1] = l;
     }
@@ -226,7 +246,13 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
       }
       __syncthreads();
     }
-    for (int e = t; e < rows * a.dv; e += blockDim.x) a.part_o[(base + e / a.dv) * a.dv + e % a.dv] = qs[e];
+    for (int e = t; e < rows * a.dv; e += blockDim.x) {
+      const int r = e / a.dv;
+      if (direct)
+        write_one_run<T>(a, bi, hk, row0 + r, e - r * a.dv, qs[e], row_ml[r][0], row_ml[r][1]);
+      else
+        a.part_o[(base + r) * a.dv + e - r * a.dv] = qs[e];
+    }
     return;
   }
   const int parts = kDecBlock / a.dv, part = t / a.dv, c = t - part * a.dv;
@@ -256,7 +282,10 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
     const int r = e / a.dv, cc = e - r * a.dv;
     float o = 0.0f;
     for (int pp = 0; pp < parts; ++pp) o += qs[(pp * rows + r) * a.dv + cc];
-    a.part_o[(base + r) * a.dv + cc] = o;
+    if (direct)
+      write_one_run<T>(a, bi, hk, row0 + r, cc, o, row_ml[r][0], row_ml[r][1]);
+    else
+      a.part_o[(base + r) * a.dv + cc] = o;
   }
 }
 
@@ -427,6 +456,10 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
       lo += wt * sml[w][r][1];
       o += wt * so[w][r][cc];
     }
+    if (a.direct && n_keys <= run) {
+      write_one_run<T>(a, bi, hk, row0 + r, cc, o, mo, lo);
+      continue;
+    }
     a.part_o[(base + r) * a.dv + cc] = o;
     if (cc == 0) {
       a.part_ml[(base + r) * 2] = mo;
@@ -444,6 +477,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
   const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
   const int64_t bi = id / rows / a.h_kv;
   const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
+  if (a.direct && n_keys <= run) return;  // the run's block wrote the row (write_one_run)
   const int splits = int((n_keys + run - 1) / run);  // the runs that hold keys
   const float ninf = -std::numeric_limits<float>::infinity();
   // Loads are batched kLoads runs deep (as in the runs kernel); sums stay in run order.
@@ -532,7 +566,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                a.kv_len ? as_gpu(*a.kv_len).data() : nullptr,
                a.kv_len ? a.kv_len->dtype() : DType::I64,
                int64_t(a.kv_len_offset),
-               a.kv_len_stride};
+               a.kv_len_stride,
+               out,
+               true};
   const int64_t rows = int64_t(d.group) * d.t_q;
   // The streaming kernel where it fits (d == dv, rows within kStreamRows); WICK_DECODE_ATTN=runs
   // keeps the runs kernel and =stream takes the streaming one for every row count (the A/B knob of
@@ -543,6 +579,12 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
     return m == "runs" ? 0 : m == "stream" ? 2 : 1;
   }();
   const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows);
+  // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many (the A/B knob).
+  static const bool merge_all = [] {
+    const char* e = std::getenv("WICK_DECODE_MERGE");
+    return e && std::string(e) == "all";
+  }();
+  d.direct = !merge_all;
   const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
