@@ -518,6 +518,20 @@ TEST(NnErrors, Shapes) {
       EXPECT_EQ(e.kind(), ErrorKind::Argument) << e.what();
       EXPECT_NE(std::string(e.what()).find("rope_kv_append"), std::string::npos) << e.what();
     }
+    // qk in the k cache's storage (rows the write does not reach): read before the write, as rope
+    // then slice_set would (the expected rows are rope_i's, itself checked against PyTorch above).
+    {
+      Tensor buf = Tensor::rand({2, 1, 4, 8}, DType::F32, Device::cpu(), 7, -1.0, 1.0);
+      Tensor kcache = buf.narrow(0, 0, 1), vcache = Tensor::zeros({1, 1, 4, 8}, DType::F32);
+      const Tensor qk2 = buf.narrow(0, 1, 1).narrow(2, 0, 2).reshape({1, 2, 1, 8});
+      const Tensor cs1 = Tensor::rand({1, 4}, DType::F32, Device::cpu(), 8);
+      const Tensor sn1 = Tensor::rand({1, 4}, DType::F32, Device::cpu(), 9);
+      const Tensor want = qk2.copy().rope_i(cs1, sn1);
+      const Tensor q2 =
+          rope_kv_append(qk2, cs1, sn1, true, 1, v.narrow(2, 0, 1), kcache, vcache, Tensor::full({1}, 2, DType::I32));
+      EXPECT_EQ(q2.to_vector<float>(), want.narrow(1, 0, 1).to_vector<float>());
+      EXPECT_EQ(kcache.narrow(2, 2, 1).to_vector<float>(), want.narrow(1, 1, 1).to_vector<float>());
+    }
     // Disjoint halves of one storage are two caches.
     Tensor both = Tensor::zeros({2, 1, 5, 8}, DType::F32);
     Tensor k0 = both.narrow(0, 0, 1), v0 = both.narrow(0, 1, 1);

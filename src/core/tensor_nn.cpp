@@ -220,8 +220,8 @@ Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bo
   RopeArgs r = rope_args(qk, cos, sin, kind, op);
   const size_t b = r.dims.b, h = r.dims.h, t = r.dims.t, d = r.dims.d;
   if (q_heads >= h)
-    throw Error(ErrorKind::Shape, std::string(op) + ": q_heads (" + S(q_heads) + ") must leave at least one k head in qk " +
-                                      describe(qk) + " (q heads then k heads along dim 1)");
+    throw Error(ErrorKind::Shape, std::string(op) + ": q_heads (" + S(q_heads) + ") must leave at least one k head " +
+                                      "in qk " + describe(qk) + " (q heads then k heads along dim 1)");
   const size_t h_kv = h - q_heads;
   for (const Tensor* x : {&v, static_cast<const Tensor*>(&k_cache), static_cast<const Tensor*>(&v_cache)}) {
     check_defined(*x, op);
@@ -258,7 +258,9 @@ Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bo
   auto apart = [&](const Tensor& x) {
     return x.storage() == k_cache.storage() || x.storage() == v_cache.storage() ? x.copy() : x;
   };
-  if (r.x.storage() == k_cache.storage() || r.x.storage() == v_cache.storage()) r.x = r.x.copy();
+  r.x = apart(r.x);
+  r.cos = apart(r.cos);
+  r.sin = apart(r.sin);
   const Tensor vv = apart(v), st = apart(start);
   const KvAppend a{q_heads,
                    vv.storage().get(),
