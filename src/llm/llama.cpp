@@ -167,20 +167,27 @@ class LlamaModel : public Model {
     // cos/sin rows for positions pos0 .. pos0+T-1: views of a device table that covers the cache.
     ensure_rope_table(cache.capacity());  // forward() checked pos0 + T <= capacity
     const Tensor cos = cos_tab_.narrow(0, pos0, T), sin = sin_tab_.narrow(0, pos0, T);
-    Tensor x = blocks(embed(ids), cos, sin, cache, Where{pos0, key0, nullptr});
+    Tensor x = blocks(embed(ids), cos, sin, cache, Where{pos0, key0, nullptr, 0});
     cache.advance(T);
     if (!all_logits) x = x.narrow(0, T - 1, 1);
     return head(x);
   }
 
   // Where a step's K/V rows go and which keys it sees: host positions (pos0, key0), or for a recorded
-  // step `step` on the device: (position, position + 1), so the same graph serves every position.
+  // step `step` on the device: (position, position + 1), so the same graph serves every position
+  // whose keys lie in the cache's first `view` rows.
   struct Where {
     size_t pos0, key0;
     const Tensor* step;
+    size_t view;
   };
 
   Tensor embed(const Tensor& ids) const { return embd_q_.defined() ? embd_q_.embedding(ids, dtype_) : embd_.embedding(ids); }
+  // One token's row of embed() by device copies only (the caller checked the id): no id upload, and
+  // no embedding op, whose id check reads a flag back from the device.
+  Tensor embed_row(int32_t id) const {
+    return embd_q_.defined() ? embd_q_.rows(size_t(id), 1).dequantize(dtype_) : embd_.narrow(0, size_t(id), 1);
+  }
 
   // The decoder blocks over x (T, hidden) at the positions of `cos`/`sin`, writing K/V into the cache.
   Tensor blocks(Tensor x, const Tensor& cos, const Tensor& sin, KvCache& cache, const Where& w) const {
@@ -207,37 +214,43 @@ class LlamaModel : public Model {
       const Tensor v = heads(y.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h, hq), nkv);
       Tensor& kc = cache.k(l);
       Tensor& vc = cache.v(l);
-      Tensor q, k, a;
+      Tensor a;
       if (w.step && y.defined() && !c.qk_norm && cdt == x.dtype() && fused_append()) {
         // A recorded step: rope of q and k and both cache writes are one kernel (rope_kv_append).
         const Tensor qk = heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2);
-        q = rope_kv_append(qk, cos, sin, c.rope_interleaved, nh, v.transpose(1, 2), kc, vc, w.step->narrow(0, 0, 1));
-        a = attention_kv_len(q, kc, vc, w.step->narrow(0, 1, 1), /*causal=*/true);
-      } else if (y.defined() && !c.qk_norm) {
-        // q and k heads side by side take the same rotation: one rope for both.
-        const Tensor qk = rope(heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2));
-        q = qk.narrow(1, 0, nh);
-        k = qk.narrow(1, nh, nkv);
+        const Tensor q =
+            rope_kv_append(qk, cos, sin, c.rope_interleaved, nh, v.transpose(1, 2), kc, vc, w.step->narrow(0, 0, 1));
+        a = attention_kv_len(q, kc.narrow(2, 0, w.view), vc.narrow(2, 0, w.view), w.step->narrow(0, 1, 1),
+                             /*causal=*/true);
       } else {
-        q = heads(y.defined() ? y.narrow(1, 0, nh * hd) : L.q.forward(h, hq), nh);
-        k = heads(y.defined() ? y.narrow(1, nh * hd, nkv * hd) : L.k.forward(h, hq), nkv);
-        if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
-          q = q.rms_norm(L.q_norm, c.rms_eps);
-          k = k.rms_norm(L.k_norm, c.rms_eps);
+        Tensor q, k;
+        if (y.defined() && !c.qk_norm) {
+          // q and k heads side by side take the same rotation: one rope for both.
+          const Tensor qk = rope(heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2));
+          q = qk.narrow(1, 0, nh);
+          k = qk.narrow(1, nh, nkv);
+        } else {
+          q = heads(y.defined() ? y.narrow(1, 0, nh * hd) : L.q.forward(h, hq), nh);
+          k = heads(y.defined() ? y.narrow(1, nh * hd, nkv * hd) : L.k.forward(h, hq), nkv);
+          if (c.qk_norm) {  // Qwen3: per-head RMSNorm over head_dim, before rope
+            q = q.rms_norm(L.q_norm, c.rms_eps);
+            k = k.rms_norm(L.k_norm, c.rms_eps);
+          }
+          q = rope(q.transpose(1, 2));
+          k = rope(k.transpose(1, 2));
         }
-        q = rope(q.transpose(1, 2));
-        k = rope(k.transpose(1, 2));
-      }
-      if (!a.defined() && w.step) {
-        const Tensor pos = w.step->narrow(0, 0, 1), len = w.step->narrow(0, 1, 1);
-        kc.slice_set(k.to_dtype(cdt), 2, pos);
-        vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos);
-        a = attention_kv_len(q.to_dtype(cdt), kc, vc, len, /*causal=*/true);
-      } else if (!a.defined()) {
-        kc.slice_set(k.to_dtype(cdt), 2, w.pos0);
-        vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, w.pos0);
-        const size_t n = w.pos0 + T - w.key0;
-        a = attention(q.to_dtype(cdt), kc.narrow(2, w.key0, n), vc.narrow(2, w.key0, n), /*causal=*/true);
+        if (w.step) {
+          const Tensor pos = w.step->narrow(0, 0, 1), len = w.step->narrow(0, 1, 1);
+          kc.slice_set(k.to_dtype(cdt), 2, pos);
+          vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos);
+          a = attention_kv_len(q.to_dtype(cdt), kc.narrow(2, 0, w.view), vc.narrow(2, 0, w.view), len,
+                               /*causal=*/true);
+        } else {
+          kc.slice_set(k.to_dtype(cdt), 2, w.pos0);
+          vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, w.pos0);
+          const size_t n = w.pos0 + T - w.key0;
+          a = attention(q.to_dtype(cdt), kc.narrow(2, w.key0, n), vc.narrow(2, w.key0, n), /*causal=*/true);
+        }
       }
       a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
       Tensor h2;
@@ -261,84 +274,24 @@ class LlamaModel : public Model {
   // few rows on a GPU (its matrix-vector path quantizes x to Q8_1; the producer's kernel does it
   // instead, one launch fewer). The CPU quantizes activations its own way, prefill has no use.
   bool q8_1_input(const Linear& lin, size_t rows) const {
-    static const bool off = std::getenv("WICK_NO_Q8P") != nullptr;  // the A/B knob of docs/quant.md
+    static const bool off = lever_off("WICK_NO_Q8P");  // the A/B knob of docs/quant.md
     return !off && lin.q.defined() && device_.is_gpu() && rows == 1 && lin.q.dim(1) % 32 == 0;
   }
 
   // Whether a recorded step ropes and appends to the cache in one kernel (rope_kv_append);
   // WICK_NO_ROPE_KV keeps rope and two slice_set copies (the A/B knob of docs/performance.md).
   static bool fused_append() {
-    static const bool off = std::getenv("WICK_NO_ROPE_KV") != nullptr;
+    static const bool off = lever_off("WICK_NO_ROPE_KV");
     return !off;
   }
+
+  // The A/B knobs of the decode levers: the variable set (to anything) turns the lever off.
+  static bool lever_off(const char* name) { return std::getenv(name) != nullptr; }
 
   Tensor head(const Tensor& x) const {
     QTensor xq;
     const Tensor h = x.rms_norm(out_norm_, config_.rms_eps, q8_1_input(output_, x.dim(0)) ? &xq : nullptr);
     return output_.forward(h, xq).to_dtype(DType::F32);
-  }
-
-  // One token on a GPU: the step recorded once per cache (wick::Graph) and replayed, with the token's
-  // embedding row, rotary row and position written into the graph's inputs first. The host then
-  // issues a handful of ops per token instead of hundreds. A step that cannot be recorded (e.g. a
-  // cache dtype whose attention reads lengths on the host) runs op by op from then on.
-  Tensor decode_graph(int32_t token, KvCache& cache) {
-    if (!graph_.graph.defined() || !graph_.serves(cache)) {
-      try {
-        record_decode(cache);
-      } catch (const Error& e) {
-        graphs_ = false;
-        graph_ = {};
-        std::fprintf(stderr, "wick: decode runs op by op: %s\n", e.what());
-        return run({token}, cache, false);
-      }
-    }
-    // Three device-to-device copies and no synchronisation: the token's embedding row (forward()
-    // checked the id on the host), the step's (position, key count) from a table of positions, and
-    // its rotary row. An upload of the ids and an embedding op would wait for the device twice.
-    const size_t pos0 = cache.pos();
-    graph_.x_in.copy_from(embd_q_.defined() ? embd_q_.rows(size_t(token), 1).dequantize(dtype_)
-                                            : embd_.narrow(0, size_t(token), 1));
-    graph_.step.copy_from(positions_.narrow(0, pos0, 2));
-    graph_.cs_in.copy_from(cs_tab_.narrow(0, pos0, 1));
-    graph_.graph.replay();
-    cache.advance(1);
-    return graph_.logits.copy();  // the next replay overwrites graph_.logits
-  }
-
-  void record_decode(KvCache& cache) {
-    graph_ = {};
-    ensure_rope_table(cache.capacity());
-    DecodeGraph& g = graph_;
-    g.x_in = Tensor::zeros({1, config_.hidden}, dtype_, device_);
-    const size_t half = config_.rope_dim / 2;
-    g.cs_in = Tensor::zeros({1, 2 * half}, dtype_, device_);
-    const Tensor cos = g.cs_in.narrow(1, 0, half), sin = g.cs_in.narrow(1, half, half);
-    g.step = Tensor::zeros({2}, DType::I32, device_);
-    for (size_t l = 0; l < cache.n_layers(); ++l) {
-      g.kv.push_back(cache.k(l).storage());
-      g.kv.push_back(cache.v(l).storage());
-    }
-    g.graph = Graph::capture(device_, [&] { g.logits = head(blocks(g.x_in, cos, sin, cache, Where{0, 0, &g.step})); });
-  }
-
-  // Rotary tables for positions 0 .. rows-1, computed on the host as transformers does (f32 angle,
-  // then cos/sin) and uploaded once, so decode steps upload nothing for rope.
-  void ensure_rope_table(size_t rows) {
-    if (cos_tab_.defined() && cos_tab_.dim(0) >= rows) return;
-    const size_t half = config_.rope_dim / 2;
-    std::vector<float> cs(rows * half), sn(rows * half);
-    for (size_t t = 0; t < rows; ++t)
-      for (size_t i = 0; i < half; ++i) {
-        const float ang = float(t) * inv_freq_[i];
-        cs[t * half + i] = float(std::cos(double(ang)));
-        sn[t * half + i] = float(std::sin(double(ang)));
-      }
-    cos_tab_ = Tensor::from_vector(cs, {rows, half}, device_).to_dtype(dtype_);
-    sin_tab_ = Tensor::from_vector(sn, {rows, half}, device_).to_dtype(dtype_);
-    // A recorded decode step's inputs: cos and sin rows side by side, and positions 0 .. rows.
-    cs_tab_ = Tensor::cat({cos_tab_, sin_tab_}, 1);
-    positions_ = Tensor::arange(0, double(rows + 1), 1, DType::I32, device_);
   }
 
   // A recorded decode step: its inputs, its output, and the cache it writes (the graph holds the
@@ -358,8 +311,81 @@ class LlamaModel : public Model {
     }
   };
 
-  Tensor embd_, out_norm_, cos_tab_, sin_tab_, cs_tab_, positions_;
-  DecodeGraph graph_;
+  // One token on a GPU: the step recorded once per cache (wick::Graph) and replayed, with the token's
+  // embedding row, rotary row and position written into the graph's inputs first. The host then
+  // issues a handful of ops per token instead of hundreds. A step that cannot be recorded (e.g. a
+  // cache dtype whose attention reads lengths on the host) runs op by op from then on.
+  // Two recordings: positions below kShortView attend over the cache's first kShortView rows (the
+  // GPU decode attention then has one run of keys per row and launches no merge kernel: one kernel
+  // fewer per layer), later ones over the whole cache. WICK_NO_SHORT_VIEW: the whole cache always.
+  static constexpr size_t kShortView = 256;
+  Tensor decode_graph(int32_t token, KvCache& cache) {
+    static const bool one_view = lever_off("WICK_NO_SHORT_VIEW");
+    const size_t pos0 = cache.pos();
+    const bool short_view = !one_view && pos0 < kShortView && cache.capacity() > kShortView;
+    DecodeGraph& g = short_view ? short_graph_ : graph_;
+    if (!g.graph.defined() || !g.serves(cache)) {
+      try {
+        record_decode(g, cache, short_view ? kShortView : cache.capacity());
+      } catch (const Error& e) {
+        graphs_ = false;
+        graph_ = short_graph_ = {};
+        std::fprintf(stderr, "wick: decode runs op by op: %s\n", e.what());
+        return run({token}, cache, false);
+      }
+    }
+    // Three device-to-device copies and no synchronisation: the token's embedding row (forward()
+    // checked the id on the host), the step's (position, key count) from a table of positions, and
+    // its rotary row.
+    g.x_in.copy_from(embed_row(token));
+    g.step.copy_from(positions_.narrow(0, pos0, 2));
+    g.cs_in.copy_from(cs_tab_.narrow(0, pos0, 1));
+    g.graph.replay();
+    cache.advance(1);
+    return g.logits.copy();  // the next replay overwrites g.logits
+  }
+
+  void record_decode(DecodeGraph& g, KvCache& cache, size_t view) {
+    g = {};
+    ensure_rope_table(cache.capacity());
+    if (!positions_.defined() || positions_.dim(0) != cos_tab_.dim(0) + 1) {
+      // The step's inputs come from these: cos and sin rows side by side, and positions 0 .. rows.
+      cs_tab_ = Tensor::cat({cos_tab_, sin_tab_}, 1);
+      positions_ = Tensor::arange(0, double(cos_tab_.dim(0) + 1), 1, DType::I32, device_);
+    }
+    g.x_in = Tensor::zeros({1, config_.hidden}, dtype_, device_);
+    const size_t half = config_.rope_dim / 2;
+    g.cs_in = Tensor::zeros({1, 2 * half}, dtype_, device_);
+    const Tensor cos = g.cs_in.narrow(1, 0, half), sin = g.cs_in.narrow(1, half, half);
+    g.step = Tensor::zeros({2}, DType::I32, device_);
+    for (size_t l = 0; l < cache.n_layers(); ++l) {
+      g.kv.push_back(cache.k(l).storage());
+      g.kv.push_back(cache.v(l).storage());
+    }
+    g.graph = Graph::capture(device_, [&] {
+      g.logits = head(blocks(g.x_in, cos, sin, cache, Where{0, 0, &g.step, view}));
+    });
+  }
+
+  // Rotary tables for positions 0 .. rows-1, computed on the host as transformers does (f32 angle,
+  // then cos/sin) and uploaded once, so decode steps upload nothing for rope.
+  void ensure_rope_table(size_t rows) {
+    if (cos_tab_.defined() && cos_tab_.dim(0) >= rows) return;
+    const size_t half = config_.rope_dim / 2;
+    std::vector<float> cs(rows * half), sn(rows * half);
+    for (size_t t = 0; t < rows; ++t)
+      for (size_t i = 0; i < half; ++i) {
+        const float ang = float(t) * inv_freq_[i];
+        cs[t * half + i] = float(std::cos(double(ang)));
+        sn[t * half + i] = float(std::sin(double(ang)));
+      }
+    cos_tab_ = Tensor::from_vector(cs, {rows, half}, device_).to_dtype(dtype_);
+    sin_tab_ = Tensor::from_vector(sn, {rows, half}, device_).to_dtype(dtype_);
+  }
+
+  Tensor embd_, out_norm_, cos_tab_, sin_tab_;
+  Tensor cs_tab_, positions_;  // a recorded step's input tables (record_decode)
+  DecodeGraph graph_, short_graph_;
   bool graphs_ = true;
   QTensor embd_q_;
   Linear output_;

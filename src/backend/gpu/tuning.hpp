@@ -5,7 +5,17 @@
 // (no AMD GPU is reachable): they follow AMD's published guidance (64-lane wavefronts on CDNA, 32 on RDNA,
 // 64 KiB of LDS per workgroup, 256-thread workgroups as the default) and keep every block a
 // multiple of 64 threads so both wave widths fill whole wavefronts.
+#include <cstdlib>
+#include <string>
+
 namespace wick::gpu::tune {
+
+// An A/B knob (docs/gpu.md lists them): the environment variable's value, "" when unset. Callers
+// read it once, into a function-local static, so a knob costs nothing per launch.
+inline std::string knob(const char* name) {
+  const char* e = std::getenv(name);
+  return e ? e : "";
+}
 
 // The AMD values also serve the AMD emulation on NVIDIA (-DWICK_GPU_EMULATE, docs/gpu.md).
 #if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)

@@ -77,13 +77,19 @@ __device__ __forceinline__ float run_weight(float m, float mx) {
 // arithmetic for a single run (weight run_weight(m, m), sums from 0), o / l in T, so the output is
 // the merge's bit for bit and the merge kernel returns at once for such a length (at tg128 that
 // merge was two dependent rounds of loads per layer on the step's critical path).
+// Output row `row` (head hk * group + row / t_q, token row % t_q) of batch bi: its dv values in T.
+template <class T>
+__device__ __forceinline__ T* out_row(const DecodeArgs& a, int64_t bi, int hk, int row) {
+  const int g = row / a.t_q, i = row - g * a.t_q;
+  const int64_t h_q = int64_t(a.h_kv) * a.group;
+  return static_cast<T*>(a.out) + ((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv;
+}
+
 template <class T>
 __device__ __forceinline__ void write_one_run(const DecodeArgs& a, int64_t bi, int hk, int row, int c, float o, float m,
                                               float l) {
   const float w = run_weight(m, m), lo = 0.0f + w * l, acc = 0.0f + w * o;
-  const int g = row / a.t_q, i = row - g * a.t_q;
-  const int64_t h_q = int64_t(a.h_kv) * a.group;
-  static_cast<T*>(a.out)[((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv + c] = cast<T>(acc / lo);
+  out_row<T>(a, bi, hk, row)[c] = cast<T>(acc / lo);
 }
 
 // Keys per run. Fixed (a.run), or with dyn_runs the length spread over the a.splits runs the grid
@@ -470,7 +476,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
 
 // One block per (batch, kv head, row): the online-softmax merge of the runs, o / l in T.
 template <class T>
-__global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, T* WICK_RESTRICT out) {
+__global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a) {
   kernel_entry();
   const int rows = a.group * a.t_q;
   const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
@@ -490,9 +496,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a, 
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) mx = m[u] > mx ? m[u] : mx;
   }
-  const int g = r / a.t_q, i = r - g * a.t_q;
-  const int64_t h_q = int64_t(a.h_kv) * a.group;
-  T* o = out + ((bi * h_q + hk * a.group + g) * a.t_q + i) * a.dv;
+  T* WICK_RESTRICT o = out_row<T>(a, bi, hk, r);
   for (int c = int(threadIdx.x); c < a.dv; c += blockDim.x) {
     float l = 0.0f, acc = 0.0f;
     for (int s0 = 0; s0 < splits; s0 += kLoads) {
@@ -574,17 +578,14 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   // keeps the runs kernel and =stream takes the streaming one for every row count (the A/B knob of
   // docs/performance.md).
   static const int mode = [] {
-    const char* e = std::getenv("WICK_DECODE_ATTN");
-    const std::string m = e ? e : "";
+    const std::string m = tune::knob("WICK_DECODE_ATTN");
     return m == "runs" ? 0 : m == "stream" ? 2 : 1;
   }();
   const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows);
-  // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many (the A/B knob).
-  static const bool merge_all = [] {
-    const char* e = std::getenv("WICK_DECODE_MERGE");
-    return e && std::string(e) == "all";
-  }();
-  d.direct = !merge_all;
+  // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many; =launch: it is
+  // launched even where it would return at once (the A/B knobs).
+  static const std::string merge = tune::knob("WICK_DECODE_MERGE");
+  d.direct = merge != "all";
   const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
@@ -616,9 +617,13 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       const int64_t gx = std::max<int64_t>(rows, d.splits * row_groups);
       launch_kernel(kern, dim3(unsigned(gx), unsigned(d.h_kv), unsigned(a.b)), block, 0, ctx.stream, d);
       check_launch("attention(decode runs)");
+      // One run per row (t_kv <= kKeys, or the streaming kernel's single run, which run_of sizes to
+      // the length): every row is written by its run's block and the merge would return at once,
+      // so it is not launched (a recorded step over a short cache view: one kernel fewer a layer).
+      if (d.direct && d.splits == 1 && merge != "launch") return;
       const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
       const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
-      launch_kernel(decode_merge_kernel<T>, merge_grid, merge_block, 0, ctx.stream, d, static_cast<T*>(out));
+      launch_kernel(decode_merge_kernel<T>, merge_grid, merge_block, 0, ctx.stream, d);
       check_launch("attention(decode merge)");
     }
   });

@@ -456,7 +456,7 @@ struct KvAppendArgs {
   const void* v;
   int64_t ks[4], vcs[4], vs[4];
   int64_t k_off, vc_off, v_off;
-  int64_t q_heads, h_kv, dv, nv;
+  int64_t q_heads, dv, nv;  // v's heads: the h - q_heads k heads
   const void* start;
   DType start_dt;
   int64_t start_offset, max_start;
@@ -495,7 +495,7 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnRopeBlock)
       e /= dv;
       const I ti = e % t;
       e /= t;
-      const I kh = e % I(a.h_kv), bi = e / I(a.h_kv);
+      const I h_kv = h - q_heads, kh = e % h_kv, bi = e / h_kv;
       vc[a.vc_off + int64_t(bi) * a.vcs[0] + int64_t(kh) * a.vcs[1] + (int64_t(ti) + r0) * a.vcs[2] +
          int64_t(c) * a.vcs[3]] =
           v[a.v_off + int64_t(bi) * a.vs[0] + int64_t(kh) * a.vs[1] + int64_t(ti) * a.vs[2] + int64_t(c) * a.vs[3]];
@@ -664,7 +664,7 @@ StoragePtr GpuStorage::rope_kv_append(RopeKind k, const Layout& l, const Storage
   auto out = new_storage(ordinal(), numel, dtype_);
   KvAppendArgs d{as_gpu(*a.k_cache).data(), as_gpu(*a.v_cache).data(), as_gpu(*a.v).data(), {}, {}, {},
                  int64_t(a.k_l.offset), int64_t(a.vc_l.offset), int64_t(a.v_l.offset), int64_t(a.q_heads),
-                 int64_t(dm.h - a.q_heads), int64_t(a.v_l.shape[3]), int64_t(a.v_l.numel()),
+                 int64_t(a.v_l.shape[3]), int64_t(a.v_l.numel()),
                  as_gpu(*a.start).data(), a.start->dtype(), int64_t(a.start_offset), int64_t(a.max_start)};
   for (int i = 0; i < 4; ++i) {
     d.ks[i] = a.k_l.strides[size_t(i)];

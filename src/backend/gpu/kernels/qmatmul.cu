@@ -178,10 +178,7 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvStagedBlock)
 // tune::kQmvStaged*); WICK_QMV_STAGED=0: never, to compare. The caller then checks that a row fits
 // one warp's portion (staged_row_fits) at the device's wave size.
 bool staged_shape(GGMLType t, size_t n, size_t k, size_t m) {
-  static const bool enabled = [] {
-    const char* e = std::getenv("WICK_QMV_STAGED");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool enabled = tune::knob("WICK_QMV_STAGED") != "0";
   return enabled && m == 1 && (t == GGMLType::Q4_0 || t == GGMLType::Q8_0) && k % 256 == 0 &&
          k >= size_t(tune::kQmvStagedMinK) && n >= size_t(tune::kQmvStagedMinRows);
 }
