@@ -93,6 +93,17 @@ TEST(GpuAttentionKvLen, DecodeKernelWideScoresAndNaN) {
     }
 }
 
+// A cache of 4,200 rows: 17 runs of 256 keys for the 8-row kernel, and more for the streaming one,
+// so the merge that splits the runs over its threads (decode_merge_wide_kernel) takes these rows.
+TEST(GpuAttentionKvLen, DecodeKernelManyRuns) {
+  const std::vector<std::vector<int32_t>> lens = {{1}, {300}, {3841}, {4097}, {4200}};
+  for (DType dt : {DType::F16, DType::BF16}) {
+    check(dt, 1, 32, 4, 1, 64, 4200, lens, 180);
+    check(dt, 1, 8, 8, 1, 128, 4200, lens, 181);
+    check(dt, 1, 4, 4, 1, 256, 4200, {{4200}}, 182);  // dv 256: one slice of runs per column
+  }
+}
+
 TEST(GpuAttentionKvLen, DecodeKernelPerBatchLengths) {
   for (DType dt : {DType::F16, DType::BF16}) {
     check(dt, 2, 32, 4, 1, 128, 1100, {{1, 1100}, {257, 255}, {700, 3}}, 90);

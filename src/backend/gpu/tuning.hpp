@@ -68,6 +68,9 @@ inline constexpr int kAttnDecodePvVecRows = 4;
 // most query rows one block takes (1, 2 or 4; more rows per KV head split into groups of this many).
 inline constexpr int kAttnDecodeStreamBlock = 128;
 inline constexpr int kAttnDecodeStreamRows = 4;
+// Runs per row from which the merge splits them over its block's threads (decode_merge_wide_kernel)
+// instead of one thread walking every run of a column. First choice, H200 A/B in docs/performance.md.
+inline constexpr int kAttnDecodeWideMergeRuns = 16;
 // Its runs are sized on the device to fill the GPU once; never fewer keys than this (a multiple of
 // every block's keys per step).
 inline constexpr int kAttnDecodeStreamMinRun = 32;

@@ -521,6 +521,74 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a) 
   }
 }
 
+// The merge for many runs (splits >= kWideMergeRuns): decode_merge_kernel's threads each walk every
+// run of their column twice (the maxima, then the sums), a chain of about splits / kLoads dependent
+// loads; at 8,192 keys (33-80 runs) that chain was most of the merge. Here the block's threads split
+// the runs: the maxima in one round (a block max), then S = blockDim / dv slices of runs per column,
+// each summing its runs in run order, met in shared memory in slice order.
+template <class T>
+__global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArgs a) {
+  kernel_entry();
+  const int rows = a.group * a.t_q;
+  const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
+  const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
+  const int64_t bi = id / rows / a.h_kv;
+  const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
+  if (a.direct && n_keys <= run) return;  // the run's block wrote the row (write_one_run)
+  const int splits = int((n_keys + run - 1) / run);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  auto row_of = [&](int s) { return ((bi * a.h_kv + hk) * a.splits + s) * rows + r; };
+  const int t = int(threadIdx.x), nt = int(blockDim.x);
+  __shared__ float red[kDecBlock];
+  __shared__ float part_l[kDecBlock];
+  float mx = ninf;
+  for (int s = t; s < splits; s += nt) {
+    const float m = a.part_ml[row_of(s) * 2];
+    mx = m > mx ? m : mx;
+  }
+  red[t] = mx;
+  __syncthreads();
+  for (int w = nt / 2; w > 0; w >>= 1) {
+    if (t < w) red[t] = red[t + w] > red[t] ? red[t + w] : red[t];
+    __syncthreads();
+  }
+  mx = red[0];
+  __syncthreads();  // red is reused for the column sums
+  const int slices = nt / a.dv, c = t % a.dv, slice = t / a.dv;
+  float l = 0.0f, acc = 0.0f;
+  if (slice < slices) {
+    for (int s0 = slice; s0 < splits; s0 += slices * kLoads) {
+      float m[kLoads], lv[kLoads], ov[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int s = s0 + u * slices;
+        const bool in = s < splits;
+        const int64_t row = in ? row_of(s) : 0;
+        m[u] = in ? a.part_ml[row * 2] : ninf;
+        lv[u] = in ? a.part_ml[row * 2 + 1] : 0.0f;
+        ov[u] = in ? a.part_o[row * a.dv + c] : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        if (s0 + u * slices >= splits) continue;
+        const float w = run_weight(m[u], mx);
+        l += w * lv[u];
+        acc += w * ov[u];
+      }
+    }
+  }
+  red[t] = acc;
+  part_l[t] = l;
+  __syncthreads();
+  if (slice == 0) {
+    for (int q = 1; q < slices; ++q) {
+      acc += red[q * a.dv + c];
+      l += part_l[q * a.dv + c];
+    }
+    out_row<T>(a, bi, hk, r)[c] = cast<T>(acc / l);
+  }
+}
+
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
 }  // namespace
@@ -579,14 +647,15 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   // docs/performance.md).
   static const int mode = [] {
     const std::string m = tune::knob("WICK_DECODE_ATTN");
-    return m == "runs" ? 0 : m == "stream" ? 2 : 1;
+    return m == "runs" ? 0 : m == "stream" ? 2 : m == "stream8" ? 3 : 1;
   }();
-  const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows);
+  const bool stream = mode != 0 && d.d == d.dv && (mode >= 2 || rows <= kStreamRows);
   // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many; =launch: it is
-  // launched even where it would return at once (the A/B knobs).
+  // launched even where it would return at once; =serial: never the wide merge (the A/B knobs).
   static const std::string merge = tune::knob("WICK_DECODE_MERGE");
   d.direct = merge != "all";
-  const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
+  // WICK_DECODE_ATTN=stream8: up to 8 rows in one group (the K/V rows read once per KV head).
+  const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : (mode == 3 && rows > kStreamRows) ? 8 : kStreamRows;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
@@ -594,8 +663,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       void (*kern)(DecodeArgs) = decode_runs_kernel<T>;
       int block = kDecBlock;
       if (stream) {
-        kern = stream_rows == 1 ? decode_stream_kernel<T, 1>
+        kern = stream_rows == 1   ? decode_stream_kernel<T, 1>
                : stream_rows == 2 ? decode_stream_kernel<T, 2>
+               : stream_rows == 8 ? decode_stream_kernel<T, 8>
                                   : decode_stream_kernel<T, kStreamRows>;
         block = kStreamBlock;
         // As many runs as fill every SM once with the blocks it can hold (run_of spreads the keys).
@@ -603,6 +673,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
         const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
         const int64_t most = (int64_t(a.t_kv) + kStreamMinRun - 1) / kStreamMinRun;
         d.splits = int(std::clamp<int64_t>(int64_t(sms) * resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, 0) / per_run, 1, most));
+        // WICK_DECODE_STREAM_SHORT=one (an experiment): a cache of <= kKeys rows in one run, no merge.
+        static const bool short_one = tune::knob("WICK_DECODE_STREAM_SHORT") == "one";
+        if (short_one && a.t_kv <= size_t(kKeys)) d.splits = 1;
         d.run = kStreamMinRun;
         d.dyn_runs = true;
       } else {
@@ -622,8 +695,12 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       // so it is not launched (a recorded step over a short cache view: one kernel fewer a layer).
       if (d.direct && d.splits == 1 && merge != "launch") return;
       const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
-      const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
-      launch_kernel(decode_merge_kernel<T>, merge_grid, merge_block, 0, ctx.stream, d);
+      if (d.splits >= tune::kAttnDecodeWideMergeRuns && merge != "serial") {
+        launch_kernel(decode_merge_wide_kernel<T>, merge_grid, kDecBlock, 0, ctx.stream, d);
+      } else {
+        const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
+        launch_kernel(decode_merge_kernel<T>, merge_grid, merge_block, 0, ctx.stream, d);
+      }
       check_launch("attention(decode merge)");
     }
   });
