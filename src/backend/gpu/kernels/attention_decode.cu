@@ -1,8 +1,9 @@
 // Decode attention: few query rows against a long KV cache (flash-decoding). The chunked GEMM path
 // and the flash kernel give a 1-token query one block per head walking every key, a few dozen
 // blocks for the whole GPU. Here the keys are split into runs. Up to kStreamRows rows per KV head
-// (and d == dv) take decode_stream_kernel, whose runs are sized on the device to fill the GPU once;
-// more rows take decode_runs_kernel, runs of kKeys: block (split, kv head, batch)
+// (and d == dv), or more rows in groups of kStreamRows over a cache longer than one run, take
+// decode_stream_kernel, whose runs are sized on the device to fill the GPU once; the other shapes
+// take decode_runs_kernel, runs of kKeys: block (split, kv head, batch)
 // scores its run for every query row that reads this KV head (the h_q / h_kv heads of the group, t_q
 // tokens each), takes the run's softmax statistics (max m, l = sum exp(s - m)) and its unnormalised
 // P V, all in f32; a second kernel merges the runs of each row (the online-softmax merge) and writes
@@ -647,15 +648,17 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   // docs/performance.md).
   static const int mode = [] {
     const std::string m = tune::knob("WICK_DECODE_ATTN");
-    return m == "runs" ? 0 : m == "stream" ? 2 : m == "stream8" ? 3 : 1;
+    return m == "runs" ? 0 : m == "stream" ? 2 : 1;
   }();
-  const bool stream = mode != 0 && d.d == d.dv && (mode >= 2 || rows <= kStreamRows);
+  // More rows per KV head (the 1.1B shape's 8) take it in groups of kStreamRows once the cache is
+  // longer than one run (H200: 1.1B tg128 @ d8192 +6-9% over the runs kernel, both with the wide
+  // merge); a cache of one run keeps the runs kernel, which then needs no merge at all.
+  const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows || a.t_kv > size_t(kKeys));
   // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many; =launch: it is
   // launched even where it would return at once; =serial: never the wide merge (the A/B knobs).
   static const std::string merge = tune::knob("WICK_DECODE_MERGE");
   d.direct = merge != "all";
-  // WICK_DECODE_ATTN=stream8: up to 8 rows in one group (the K/V rows read once per KV head).
-  const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : (mode == 3 && rows > kStreamRows) ? 8 : kStreamRows;
+  const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
@@ -663,9 +666,8 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       void (*kern)(DecodeArgs) = decode_runs_kernel<T>;
       int block = kDecBlock;
       if (stream) {
-        kern = stream_rows == 1   ? decode_stream_kernel<T, 1>
+        kern = stream_rows == 1 ? decode_stream_kernel<T, 1>
                : stream_rows == 2 ? decode_stream_kernel<T, 2>
-               : stream_rows == 8 ? decode_stream_kernel<T, 8>
                                   : decode_stream_kernel<T, kStreamRows>;
         block = kStreamBlock;
         // As many runs as fill every SM once with the blocks it can hold (run_of spreads the keys).
@@ -673,9 +675,6 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
         const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
         const int64_t most = (int64_t(a.t_kv) + kStreamMinRun - 1) / kStreamMinRun;
         d.splits = int(std::clamp<int64_t>(int64_t(sms) * resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, 0) / per_run, 1, most));
-        // WICK_DECODE_STREAM_SHORT=one (an experiment): a cache of <= kKeys rows in one run, no merge.
-        static const bool short_one = tune::knob("WICK_DECODE_STREAM_SHORT") == "one";
-        if (short_one && a.t_kv <= size_t(kKeys)) d.splits = 1;
         d.run = kStreamMinRun;
         d.dyn_runs = true;
       } else {
