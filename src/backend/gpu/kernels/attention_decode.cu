@@ -475,49 +475,70 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
   }
 }
 
-// One block per (batch, kv head, row): the online-softmax merge of the runs, o / l in T.
+// A merge block's output row: block x = (bi * h_kv + hk) * rows + r, the runs that hold its keys,
+// and where run s's partials are (part: the row of part_o / part_ml).
+struct MergeRow {
+  int64_t bi;
+  int hk, r, splits;
+  bool written;  // one run, whose block wrote the row (write_one_run)
+  __device__ int64_t part(const DecodeArgs& a, int s) const {
+    return ((bi * a.h_kv + hk) * a.splits + s) * (a.group * a.t_q) + r;
+  }
+};
+__device__ __forceinline__ MergeRow merge_row(const DecodeArgs& a) {
+  const int rows = a.group * a.t_q;
+  const int64_t id = blockIdx.x;
+  MergeRow m;
+  m.r = int(id % rows);
+  m.hk = int((id / rows) % a.h_kv);
+  m.bi = id / rows / a.h_kv;
+  const int64_t n_keys = keys_of(a, m.bi), run = run_of(a, n_keys);
+  m.written = a.direct && n_keys <= run;
+  m.splits = int((n_keys + run - 1) / run);
+  return m;
+}
+
+// Adds runs s0, s0 + stride, ... (kLoads of them, those below splits) of column c to (l, acc), each
+// weighted by run_weight(m, mx): every load first, then the sums in run order.
+__device__ __forceinline__ void fold_runs(const DecodeArgs& a, const MergeRow& mr, int s0, int stride, int c, float mx,
+                                          float& l, float& acc) {
+  float m[kLoads], lv[kLoads], ov[kLoads];
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    const int s = s0 + u * stride;
+    const int64_t row = s < mr.splits ? mr.part(a, s) : 0;
+    m[u] = s < mr.splits ? a.part_ml[row * 2] : 0.0f;
+    lv[u] = s < mr.splits ? a.part_ml[row * 2 + 1] : 0.0f;
+    ov[u] = s < mr.splits ? a.part_o[row * a.dv + c] : 0.0f;
+  }
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    if (s0 + u * stride >= mr.splits) continue;
+    const float w = run_weight(m[u], mx);
+    l += w * lv[u];
+    acc += w * ov[u];
+  }
+}
+
+// One block per (batch, kv head, row): the online-softmax merge of the runs, o / l in T. Each
+// thread walks every run of its columns, loads batched kLoads runs deep (as in the runs kernel).
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a) {
   kernel_entry();
-  const int rows = a.group * a.t_q;
-  const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
-  const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
-  const int64_t bi = id / rows / a.h_kv;
-  const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
-  if (a.direct && n_keys <= run) return;  // the run's block wrote the row (write_one_run)
-  const int splits = int((n_keys + run - 1) / run);  // the runs that hold keys
-  const float ninf = -std::numeric_limits<float>::infinity();
-  // Loads are batched kLoads runs deep (as in the runs kernel); sums stay in run order.
-  auto row_of = [&](int s) { return ((bi * a.h_kv + hk) * a.splits + s) * rows + r; };
-  float mx = ninf;
-  for (int s0 = 0; s0 < splits; s0 += kLoads) {
+  const MergeRow mr = merge_row(a);
+  if (mr.written) return;
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int s0 = 0; s0 < mr.splits; s0 += kLoads) {
     float m[kLoads];
 #pragma unroll
-    for (int u = 0; u < kLoads; ++u) m[u] = s0 + u < splits ? a.part_ml[row_of(s0 + u) * 2] : ninf;
+    for (int u = 0; u < kLoads; ++u) m[u] = s0 + u < mr.splits ? a.part_ml[mr.part(a, s0 + u) * 2] : mx;
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) mx = m[u] > mx ? m[u] : mx;
   }
-  T* WICK_RESTRICT o = out_row<T>(a, bi, hk, r);
+  T* WICK_RESTRICT o = out_row<T>(a, mr.bi, mr.hk, mr.r);
   for (int c = int(threadIdx.x); c < a.dv; c += blockDim.x) {
     float l = 0.0f, acc = 0.0f;
-    for (int s0 = 0; s0 < splits; s0 += kLoads) {
-      float m[kLoads], lv[kLoads], ov[kLoads];
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        const bool in = s0 + u < splits;
-        const int64_t row = in ? row_of(s0 + u) : 0;
-        m[u] = in ? a.part_ml[row * 2] : ninf;
-        lv[u] = in ? a.part_ml[row * 2 + 1] : 0.0f;
-        ov[u] = in ? a.part_o[row * a.dv + c] : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        if (s0 + u >= splits) continue;
-        const float w = run_weight(m[u], mx);
-        l += w * lv[u];
-        acc += w * ov[u];
-      }
-    }
+    for (int s0 = 0; s0 < mr.splits; s0 += kLoads) fold_runs(a, mr, s0, 1, c, mx, l, acc);
     o[c] = cast<T>(acc / l);
   }
 }
@@ -530,21 +551,14 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_kernel(DecodeArgs a) 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArgs a) {
   kernel_entry();
-  const int rows = a.group * a.t_q;
-  const int64_t id = blockIdx.x;  // (bi * h_kv + hk) * rows + r
-  const int r = int(id % rows), hk = int((id / rows) % a.h_kv);
-  const int64_t bi = id / rows / a.h_kv;
-  const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
-  if (a.direct && n_keys <= run) return;  // the run's block wrote the row (write_one_run)
-  const int splits = int((n_keys + run - 1) / run);
-  const float ninf = -std::numeric_limits<float>::infinity();
-  auto row_of = [&](int s) { return ((bi * a.h_kv + hk) * a.splits + s) * rows + r; };
+  const MergeRow mr = merge_row(a);
+  if (mr.written) return;
   const int t = int(threadIdx.x), nt = int(blockDim.x);
   __shared__ float red[kDecBlock];
   __shared__ float part_l[kDecBlock];
-  float mx = ninf;
-  for (int s = t; s < splits; s += nt) {
-    const float m = a.part_ml[row_of(s) * 2];
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int s = t; s < mr.splits; s += nt) {
+    const float m = a.part_ml[mr.part(a, s) * 2];
     mx = m > mx ? m : mx;
   }
   red[t] = mx;
@@ -557,27 +571,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
   __syncthreads();  // red is reused for the column sums
   const int slices = nt / a.dv, c = t % a.dv, slice = t / a.dv;
   float l = 0.0f, acc = 0.0f;
-  if (slice < slices) {
-    for (int s0 = slice; s0 < splits; s0 += slices * kLoads) {
-      float m[kLoads], lv[kLoads], ov[kLoads];
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        const int s = s0 + u * slices;
-        const bool in = s < splits;
-        const int64_t row = in ? row_of(s) : 0;
-        m[u] = in ? a.part_ml[row * 2] : ninf;
-        lv[u] = in ? a.part_ml[row * 2 + 1] : 0.0f;
-        ov[u] = in ? a.part_o[row * a.dv + c] : 0.0f;
-      }
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        if (s0 + u * slices >= splits) continue;
-        const float w = run_weight(m[u], mx);
-        l += w * lv[u];
-        acc += w * ov[u];
-      }
-    }
-  }
+  if (slice < slices)
+    for (int s0 = slice; s0 < mr.splits; s0 += slices * kLoads) fold_runs(a, mr, s0, slices, c, mx, l, acc);
   red[t] = acc;
   part_l[t] = l;
   __syncthreads();
@@ -586,7 +581,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
       acc += red[q * a.dv + c];
       l += part_l[q * a.dv + c];
     }
-    out_row<T>(a, bi, hk, r)[c] = cast<T>(acc / l);
+    out_row<T>(a, mr.bi, mr.hk, mr.r)[c] = cast<T>(acc / l);
   }
 }
 
