@@ -162,6 +162,21 @@ template <class T, class Op> __device__ __forceinline__ T warp_reduce(T v, Op op
   return v;
 }
 
+// Reduces v across the block with op; every thread gets the result. Each warp reduces, then every
+// thread folds the warps' results in warp order. Every thread of the block must call it; it ends
+// with a barrier, so it may be called again at once.
+template <class T, class Op> __device__ __forceinline__ T block_reduce(T v, Op op) {
+  __shared__ T part[kMaxWarpsPerBlock];
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  v = warp_reduce(v, op);
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  T r = part[0];
+  for (int q = 1; q < int(blockDim.x) / kWarpSize; ++q) r = op(r, part[q]);
+  __syncthreads();
+  return r;
+}
+
 // The block's sums of acc[r][i] (the matrix-vector kernels: R weight rows by M rows of x per block):
 // each warp's sum, then the warps' in warp order. Thread t < R * M gets entry t (r = t / M, i = t % M)
 // in *sum and true; the other threads false. Every thread of the block must call it.

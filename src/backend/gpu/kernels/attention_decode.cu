@@ -561,14 +561,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
     const float m = a.part_ml[mr.part(a, s) * 2];
     mx = m > mx ? m : mx;
   }
-  red[t] = mx;
-  __syncthreads();
-  for (int w = nt / 2; w > 0; w >>= 1) {
-    if (t < w) red[t] = red[t + w] > red[t] ? red[t + w] : red[t];
-    __syncthreads();
-  }
-  mx = red[0];
-  __syncthreads();  // red is reused for the column sums
+  mx = block_reduce(mx, [](float x, float y) { return y > x ? y : x; });
   const int slices = nt / a.dv, c = t % a.dv, slice = t / a.dv;
   float l = 0.0f, acc = 0.0f;
   if (slice < slices)
@@ -647,12 +640,18 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   }();
   // More rows per KV head (the 1.1B shape's 8) take it in groups of kStreamRows once the cache is
   // longer than one run (H200: 1.1B tg128 @ d8192 +6-9% over the runs kernel, both with the wide
-  // merge); a cache of one run keeps the runs kernel, which then needs no merge at all.
+  // merge); a cache of one run keeps the runs kernel, which then needs no merge at all. Up to
+  // kStreamRows rows stream at every length: the runs kernel's single run over a short cache (no
+  // merge kernel) was 1.6-2.9% slower at 7B tg128 (H200, stop 25).
   const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows || a.t_kv > size_t(kKeys));
   // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many; =launch: it is
   // launched even where it would return at once; =serial: never the wide merge (the A/B knobs).
-  static const std::string merge = tune::knob("WICK_DECODE_MERGE");
-  d.direct = merge != "all";
+  enum Merge { kDefault, kAll, kLaunch, kSerial };
+  static const Merge merge = [] {
+    const std::string m = tune::knob("WICK_DECODE_MERGE");
+    return m == "all" ? kAll : m == "launch" ? kLaunch : m == "serial" ? kSerial : kDefault;
+  }();
+  d.direct = merge != kAll;
   const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
@@ -687,9 +686,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       // One run per row (t_kv <= kKeys, or the streaming kernel's single run, which run_of sizes to
       // the length): every row is written by its run's block and the merge would return at once,
       // so it is not launched (a recorded step over a short cache view: one kernel fewer a layer).
-      if (d.direct && d.splits == 1 && merge != "launch") return;
+      if (d.direct && d.splits == 1 && merge != kLaunch) return;
       const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
-      if (d.splits >= tune::kAttnDecodeWideMergeRuns && merge != "serial") {
+      if (d.splits >= tune::kAttnDecodeWideMergeRuns && merge != kSerial) {
         launch_kernel(decode_merge_wide_kernel<T>, merge_grid, kDecBlock, 0, ctx.stream, d);
       } else {
         const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;
