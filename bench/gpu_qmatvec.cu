@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -44,7 +45,10 @@ int main() {
     size_t m, k, n;
   };
   const GGMLType types[] = {GGMLType::Q4_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::Q8_0, GGMLType::MXFP4};
-  const Shape shapes[] = {{1, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 32000}};
+  // The 7B decode products (o, gate or up, down, head), then the 1.1B ones (qkv, o, gate/up, down).
+  const Shape shapes[] = {{1, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 32000},
+                          {1, 2048, 2560}, {1, 2048, 2048}, {1, 2048, 11264}, {1, 5632, 2048}};
+  const size_t n_cases = std::size(types) * std::size(shapes);
   float *x, *y;
   void* scratch;
   CHECK(gpuMalloc(reinterpret_cast<void**>(&x), 8 * 32000 * sizeof(float)));
@@ -117,7 +121,8 @@ int main() {
     for (int th : {64, 128, 256}) cfgs.push_back({r, th});
   std::printf(
       "one row of x: the default path (\"tuned\": the staged kernel for Q4_0 / Q8_0 unless WICK_QMV_STAGED=0, else R=%d, "
-      "%d threads) and the best of R in 1/2/4/8 x 64/128/256 threads\n",
+      "%d threads; some types and shapes otherwise, tuning.hpp's kQmvQ4K*, kQmvShort*, kQmvLongK*, unless "
+      "WICK_QMV_CHOICE=off) and the best of R in 1/2/4/8 x 64/128/256 threads; then every choice's us\n",
       tune_rows1(), tune_block());
   std::printf("%-6s %-16s %8s %9s %8s %9s %8s %s\n", "type", "m x k x n", "W MiB", "tuned us", "% copy", "best us",
               "% copy", "best choice");
@@ -138,16 +143,19 @@ int main() {
       std::printf("%-6s %-16s %8.1f %9.2f %7.1f%% %9.2f %7.1f%% R=%d threads=%d\n", ggml_type_name(t), shape,
                   bytes / 1048576.0, tt[0] * 1e6, 100.0 * p0, tt[bi] * 1e6, 100.0 * pb, cfgs[bi].rows,
                   cfgs[bi].threads);
+      std::printf("  all:");
+      for (size_t i = 1; i < tt.size(); ++i) std::printf(" %dx%d %.2f", cfgs[i].rows, cfgs[i].threads, tt[i] * 1e6);
+      std::printf("\n");
       worst = std::min(worst, pb);
       worst_tuned = std::min(worst_tuned, p0);
     }
   for (size_t i = 1; i < cfgs.size(); ++i)
-    std::printf("R=%d threads=%d: mean %% of copy over the 20 cases %.1f%%\n", cfgs[i].rows, cfgs[i].threads,
-                100.0 * sum_by[i] / 20);
+    std::printf("R=%d threads=%d: mean %% of copy over the %zu cases %.1f%%\n", cfgs[i].rows, cfgs[i].threads,
+                n_cases, 100.0 * sum_by[i] / double(n_cases));
   std::printf(
-      "lowest %% of copy bandwidth over the 20 target cases: tuned %.1f%%, best choice each %.1f%% (target "
+      "lowest %% of copy bandwidth over the %zu cases: tuned %.1f%%, best choice each %.1f%% (target "
       "80%%)\n",
-      100.0 * worst_tuned, 100.0 * worst);
+      n_cases, 100.0 * worst_tuned, 100.0 * worst);
   std::printf("more rows of x (the tuned rows per block):\n");
   for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K})
     for (size_t m : {2, 4, 8}) {

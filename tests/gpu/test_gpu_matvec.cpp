@@ -70,7 +70,10 @@ TEST(GpuMatVec, RowCountsAndShapes) {
   // m 1..9 (9: the gemm), k a multiple of 8 (the kernel) or not (the gemm), n odd (a half block).
   const Case cases[] = {{1, 1, 8},      {1, 37, 64},    {2, 37, 64},  {3, 255, 520}, {4, 1000, 2048},
                         {5, 64, 4096},  {6, 33, 136},   {7, 129, 72}, {8, 513, 1032}, {9, 77, 512},
-                        {1, 300, 12},   {2, 17, 4100},  {1, 2560, 2048}, {1, 4096, 11008}};
+                        {1, 300, 12},   {2, 17, 4100},  {1, 2560, 2048}, {1, 4096, 11008},
+                        // f16 rows whose last round of loads is at most half full: 2 rows per block
+                        // (matmul.cu's half_round_choice), the last block half full.
+                        {1, 301, 5632}, {1, 2049, 2048}};
   uint32_t seed = 1;
   for (DType dt : {DType::F16, DType::BF16})
     for (const Case& c : cases) run(dt, c, seed += 2);

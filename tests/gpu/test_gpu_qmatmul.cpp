@@ -236,6 +236,17 @@ TEST(GpuQMatVec, StagedShapes) {
   run_case({GGMLType::Q8_0, 1, 8191, 4096, DType::F32, false});
 }
 
+// One row of x on the per-type / per-shape choices of qmatmul.cu's one_row_choice (tuning.hpp:
+// kQmvShort*, kQmvQ4K*, kQmvLongK*): 8 (Q4_0) and 4 (Q4_K) rows per block over many short rows, the
+// last block part full; Q4_K's 4 rows over rows of 4096; Q4_0 / Q8_0 past the staged kernel's
+// portion. WICK_QMV_CHOICE=off runs the same shapes on the defaults.
+TEST(GpuQMatVec, OneRowChoices) {
+  run_case({GGMLType::Q4_0, 1, 8197, 2048, DType::F32, false});
+  run_case({GGMLType::Q4_K, 1, 8194, 2048, DType::F16, false});
+  run_case({GGMLType::Q4_K, 1, 4098, 4096, DType::BF16, true});
+  run_case({GGMLType::Q8_0, 1, 4099, 8192, DType::F32, false});
+}
+
 TEST(GpuQMatVec, BatchShapeAndErrors) {
   const size_t k = 64, n = 5;
   const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q8_0, n * k / 32, 3);

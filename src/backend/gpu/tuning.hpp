@@ -131,6 +131,14 @@ inline constexpr int kMvBlock = 128;
 inline constexpr int kMvMaxBlock = 256;  // the largest block the benchmark's sweep launches (launch bounds)
 inline constexpr int kMvRows = 1;
 inline constexpr int kMvUnroll = 4;
+// One f16 row of x whose rows leave the last round of a thread's kMvUnroll 16-byte loads at most
+// half full (k = 2048 and 5632 of the 1.1B shape): kMvHalfRoundRows rows per block of
+// kMvHalfRoundBlock threads, whose second row fills that round. H200 sweep (bench/gpu_matvec, stop
+// 25): 1.1B o 4.33 us vs 5.18 with R = 1, gate/up 15.4 vs 17.3, down 8.66 vs 9.81, head 35.9 vs
+// 44.1; the 7B shapes (k = 4096: one full round; 11008: the last 3/4 full) were best with R = 1,
+// and bf16 was not faster with R = 2.
+inline constexpr int kMvHalfRoundRows = 2;
+inline constexpr int kMvHalfRoundBlock = 128;
 
 // Quantized matrix-vector (kernels/qmatmul.cu, 1..kQmvMaxRows rows of x): kQmvBlock threads per
 // block (a multiple of 64: 4 warps, 2 wave64), kQmvRows weight rows per block sharing each
@@ -145,6 +153,28 @@ inline constexpr int kQmvMaxBlock = 256;  // the kernels' launch bound (the benc
 inline constexpr int kQmvRows = 2;   // 2..8 rows of x
 inline constexpr int kQmvRows1 = 2;  // one row of x (1, 2, 4 or 8)
 inline constexpr int kQmvUnroll = 2;
+// One row of x: choices by type and shape where the sweep (bench/gpu_qmatvec on an H200, stop 25)
+// and the decode A/B (wick bench-llm tg128, same binary, WICK_QMV_CHOICE=off) agreed:
+// - Q4_K rows of at least kQmvQ4KLongK elements (the 7B shapes): kQmvQ4KLongRows rows of 128
+//   threads (11008 x 4096: 11.6 us vs 13.2 with 2 rows; 7B Q4_K tg128 451 vs 426 t/s); at k = 2048
+//   the 1.1B products with few rows were slower that way (2048 x 2048: 4.87 vs 4.57 us);
+// - rows of at most kQmvShortK elements, at least kQmvManyRows of them (the 1.1B gate/up, 2048 x
+//   11264): Q4_0 kQmvShortQ40Rows rows of kQmvShortQ40Block threads (8.55 vs 9.42 us; 1.1B Q4_0
+//   tg128 +2.7%), Q4_K kQmvShortQ4KRows of kQmvShortQ4KBlock (8.18 vs 9.51 us; 1.1B Q4_K +2-3%);
+//   Q8_0 was not faster that way;
+// - Q4_0 / Q8_0 rows of at least kQmvLongK elements (the 7B down product): kQmvLongKRows rows of
+//   kQmvLongKBlock threads (7B tg128 +1.1% Q4_0, +1.4% Q8_0); Q4_K's and Q6_K's were slower that way.
+inline constexpr int kQmvQ4KLongK = 4096;
+inline constexpr int kQmvQ4KLongRows = 4;
+inline constexpr int kQmvShortK = 2048;
+inline constexpr int kQmvManyRows = 8192;
+inline constexpr int kQmvShortQ40Rows = 8;
+inline constexpr int kQmvShortQ40Block = 128;
+inline constexpr int kQmvShortQ4KRows = 4;
+inline constexpr int kQmvShortQ4KBlock = 64;
+inline constexpr int kQmvLongK = 8192;
+inline constexpr int kQmvLongKRows = 2;
+inline constexpr int kQmvLongKBlock = 256;
 inline constexpr int kQmvQuantBlock = 256;  // activation quantization: 8 Q8_1 blocks (32 lanes each)
 // The staged kernel (one row of x, Q4_0 / Q8_0 rows of whole 8-block groups): blocks of
 // kQmvStagedBlock threads, each warp copying a row in up to kQmvStagedLoads 16-byte loads per lane

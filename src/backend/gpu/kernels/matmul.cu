@@ -3,7 +3,11 @@
 // wrapping unsigned arithmetic for the integers (bit-identical to the CPU).
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backend/gpu/blas.hpp"
@@ -279,11 +283,32 @@ void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w,
   }
 }
 
+// Rows per block and threads for one f16 row of x, where the caller asked for the tuned choice:
+// rows whose last round of loads is at most half full take tune::kMvHalfRoundRows per block.
+// WICK_MV_CHOICE=off keeps the tuned choice, =RxT takes R rows of T threads for those rows (the A/B
+// knob; R 1, 2 or 4, T a multiple of 64).
+std::pair<int, int> half_round_choice(int64_t k, int threads) {
+  static const std::pair<int, int> choice = [] {
+    const std::string v = tune::knob("WICK_MV_CHOICE");
+    if (v == "off") return std::pair<int, int>{0, 0};
+    int r = 0, t = 0;
+    if (std::sscanf(v.c_str(), "%dx%d", &r, &t) == 2 && (r == 1 || r == 2 || r == 4) && t > 0 && t % 64 == 0 &&
+        t <= tune::kMvMaxBlock)
+      return std::pair<int, int>{r, t};
+    return std::pair<int, int>{tune::kMvHalfRoundRows, tune::kMvHalfRoundBlock};
+  }();
+  const int64_t round = int64_t(threads) * tune::kMvUnroll, last = (k / 8) % round;  // 8 halves a load
+  return last > 0 && last <= round / 2 ? choice : std::pair<int, int>{0, 0};
+}
+
 template <class T>
 void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T* x, int64_t x_ld, const T* w,
                    int64_t w_ld, T* y, int rows_per_block = 0, int threads = 0) {
   if ((n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
     throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
+  if constexpr (std::is_same_v<T, f16>)
+    if (threads == 0 && rows_per_block == 0 && m_rows == 1)
+      std::tie(rows_per_block, threads) = half_round_choice(k, tune::kMvBlock);
   const int th = threads ? threads : tune::kMvBlock;
   if (th % 64 != 0 || th > tune::kMvMaxBlock)
     throw Error(ErrorKind::Argument, "matvec: block_threads must be 0 or a multiple of 64 up to " +

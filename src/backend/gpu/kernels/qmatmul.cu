@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/gpu_storage.hpp"
@@ -244,6 +246,22 @@ void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k,
   }
 }
 
+// Rows per block and threads for one row of x of type t over n rows of k elements, where the
+// caller asked for the tuned choice (tune::kQmvQ4K*, kQmvShort*, kQmvLongK*; {0, 0}: the tuned
+// defaults). WICK_QMV_CHOICE=off keeps the defaults for every type and shape (the A/B knob).
+std::pair<int, int> one_row_choice(GGMLType t, size_t n, size_t k) {
+  static const bool off = tune::knob("WICK_QMV_CHOICE") == "off";
+  if (off) return {0, 0};
+  const bool q40 = t == GGMLType::Q4_0, q4k = t == GGMLType::Q4_K;
+  if (k <= size_t(tune::kQmvShortK) && n >= size_t(tune::kQmvManyRows)) {
+    if (q40) return {tune::kQmvShortQ40Rows, tune::kQmvShortQ40Block};
+    if (q4k) return {tune::kQmvShortQ4KRows, tune::kQmvShortQ4KBlock};
+  }
+  if (q4k && k >= size_t(tune::kQmvQ4KLongK)) return {tune::kQmvQ4KLongRows, 0};
+  if ((q40 || t == GGMLType::Q8_0) && k >= size_t(tune::kQmvLongK)) return {tune::kQmvLongKRows, tune::kQmvLongKBlock};
+  return {0, 0};
+}
+
 }  // namespace
 
 size_t qmatvec_scratch_bytes(size_t m, size_t k) { return size_t(padded_rows(m)) * (k / 32) * kQ8_1Bytes; }
@@ -293,24 +311,27 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   // rows are whole blocks, so the weights' start must be 16-byte aligned (storage starts are).
   if (reinterpret_cast<uintptr_t>(w) % 16 != 0)
     throw Error(ErrorKind::Internal, "qmatvec: the weights start at a pointer that is not 16-byte aligned");
+  const int y_dt = y_dtype == DType::F32 ? 0 : y_dtype == DType::F16 ? 1 : y_dtype == DType::BF16 ? 2 : -1;
+  if (y_dt < 0)
+    throw Error(ErrorKind::DType, std::string("qmatmul: y must be f32, f16 or bf16, got ") + dtype_name(y_dtype));
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* xb = static_cast<const uint8_t*>(xq);
+  if (rows_per_block == 0 && block_threads == 0) {
+    if (staged_shape(t, n, k, m)) {
+      int dev = 0;
+      (void)gpuGetDevice(&dev);
+      const gpuDeviceProp_t& prop = context(dev).prop;
+      if (staged_row_fits(t, k, prop.warpSize))
+        return t == GGMLType::Q4_0 ? launch_staged<GGMLType::Q4_0>(s, wb, n, k, xb, y, y_dt, prop, dev)
+                                   : launch_staged<GGMLType::Q8_0>(s, wb, n, k, xb, y, y_dt, prop, dev);
+    }
+    if (m == 1) std::tie(rows_per_block, block_threads) = one_row_choice(t, n, k);
+  }
   const int threads = block_threads ? block_threads : tune::kQmvBlock;
   if (threads % 64 != 0 || threads > tune::kQmvMaxBlock)
     throw Error(ErrorKind::Argument, "qmatvec: block_threads must be 0 or a multiple of 64 up to " +
                                          std::to_string(tune::kQmvMaxBlock) + ", got " + std::to_string(block_threads));
-  const int y_dt = y_dtype == DType::F32 ? 0 : y_dtype == DType::F16 ? 1 : y_dtype == DType::BF16 ? 2 : -1;
-  if (y_dt < 0)
-    throw Error(ErrorKind::DType, std::string("qmatmul: y must be f32, f16 or bf16, got ") + dtype_name(y_dtype));
   const size_t xq_row_bytes = (k / 32) * kQ8_1Bytes;
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* xb = static_cast<const uint8_t*>(xq);
-  if (rows_per_block == 0 && block_threads == 0 && staged_shape(t, n, k, m)) {
-    int dev = 0;
-    (void)gpuGetDevice(&dev);
-    const gpuDeviceProp_t& prop = context(dev).prop;
-    if (staged_row_fits(t, k, prop.warpSize))
-      return t == GGMLType::Q4_0 ? launch_staged<GGMLType::Q4_0>(s, wb, n, k, xb, y, y_dt, prop, dev)
-                                 : launch_staged<GGMLType::Q8_0>(s, wb, n, k, xb, y, y_dt, prop, dev);
-  }
   switch (rows) {
     case 1:
       launch_qmv<1>(s, t, wb, n, k, xb, xq_row_bytes, int(m), y, y_dt, rows_per_block, threads);
