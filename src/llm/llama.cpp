@@ -18,6 +18,7 @@ struct Layer {
   Tensor attn_norm, ffn_norm, q_norm, k_norm;
   Linear q, k, v, o, gate, up, down;
   Linear qkv, gate_up;  // on a GPU, q/k/v and gate/up stacked (stack_linears) when they can be
+  Linear qk;            // q and k stacked where v's type differs (llama-quantize's Q4_K_M: Q6_K v on some layers)
 };
 
 // Rotary inverse frequencies as transformers computes them (in f32), with the file's scaling.
@@ -107,6 +108,10 @@ class LlamaModel : public Model {
       if (o.device.is_gpu()) {
         L.qkv = stack_linears({&L.q, &L.k, &L.v});
         if (L.qkv.defined()) L.q = L.k = L.v = Linear{};
+        // Otherwise q and k alone: one product for both and, in a recorded step, rope_kv_append
+        // instead of two ropes and two cache copies (WICK_NO_QK_STACK=1 keeps them apart: the A/B knob).
+        if (!L.qkv.defined() && !lever_off("WICK_NO_QK_STACK")) L.qk = stack_linears({&L.q, &L.k});
+        if (L.qk.defined()) L.q = L.k = Linear{};
         L.gate_up = stack_linears({&L.gate, &L.up});
         if (L.gate_up.defined()) L.gate = L.up = Linear{};
       }
@@ -203,15 +208,18 @@ class LlamaModel : public Model {
       const Layer& L = layers_[l];
       Tensor h;
       QTensor hq;  // h in Q8_1 from the norm's own kernel, where the products it feeds take it
-      QTensor* hq_out = q8_1_input(L.qkv.defined() ? L.qkv : L.q, T) ? &hq : nullptr;
+      const Linear& first = L.qkv.defined() ? L.qkv : L.qk.defined() ? L.qk : L.q;  // the first product of h
+      QTensor* hq_out = q8_1_input(first, T) ? &hq : nullptr;
       if (pending.defined())
         std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps, hq_out);
       else
         h = x.rms_norm(L.attn_norm, c.rms_eps, hq_out);
-      // q, k, v as (1, T, heads, hd): column ranges of the stacked product, or one product each.
+      // q, k, v as (1, T, heads, hd): column ranges of the stacked product (q | k | v, or q | k with
+      // v its own product), or one product each.
       auto heads = [&](const Tensor& t, size_t n) { return t.reshape({1, T, n, hd}); };
-      const Tensor y = L.qkv.defined() ? L.qkv.forward(h, hq) : Tensor();
-      const Tensor v = heads(y.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h, hq), nkv);
+      const Tensor y = L.qkv.defined() ? L.qkv.forward(h, hq) : L.qk.defined() ? L.qk.forward(h, hq) : Tensor();
+      const Tensor v =
+          heads(L.qkv.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h, hq), nkv);
       Tensor& kc = cache.k(l);
       Tensor& vc = cache.v(l);
       Tensor a;
