@@ -162,19 +162,25 @@ template <class T, class Op> __device__ __forceinline__ T warp_reduce(T v, Op op
   return v;
 }
 
-// Reduces v across the block with op; every thread gets the result. Each warp reduces, then every
-// thread folds the warps' results in warp order. Every thread of the block must call it; it ends
-// with a barrier, so it may be called again at once.
-template <class T, class Op> __device__ __forceinline__ T block_reduce(T v, Op op) {
-  __shared__ T part[kMaxWarpsPerBlock];
-  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+// v reduced over the g threads of a row; every one of them gets the result (a butterfly of
+// commutative steps gives the same bits in every lane). g <= 32 is a power of two: an aligned
+// lane group inside one warp (32 or 64 lanes), so xor masks below g never leave it. Otherwise
+// g == blockDim.x, a multiple of 64: warps reduce, lane 0s meet in buf, each warp re-reduces
+// the partials. Every thread of the block must call this (uniform control flow). Callers
+// alternate between two bufs, so one barrier per call suffices: a buf is rewritten only after
+// the barrier of a later call, which every reader of the earlier one has passed.
+template <class C, class Op> __device__ __forceinline__ C row_reduce(C v, Op op, C identity, int g, C* buf) {
+  if (g <= 32) {
+    for (int m = g >> 1; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
+    return v;
+  }
   v = warp_reduce(v, op);
-  if (lane == 0) part[warp] = v;
+  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
+  if (lane == 0) buf[warp] = v;
   __syncthreads();
-  T r = part[0];
-  for (int q = 1; q < int(blockDim.x) / kWarpSize; ++q) r = op(r, part[q]);
-  __syncthreads();
-  return r;
+  const int nw = int(blockDim.x) / kWarpSize;
+  v = lane < nw ? buf[lane] : identity;
+  return warp_reduce(v, op);
 }
 
 // The block's sums of acc[r][i] (the matrix-vector kernels: R weight rows by M rows of x per block):

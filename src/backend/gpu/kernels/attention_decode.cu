@@ -561,7 +561,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
     const float m = a.part_ml[mr.part(a, s) * 2];
     mx = m > mx ? m : mx;
   }
-  mx = block_reduce(mx, [](float x, float y) { return y > x ? y : x; });
+  __shared__ float buf[kMaxWarpsPerBlock];
+  mx = row_reduce(mx, [](float x, float y) { return y > x ? y : x; }, -std::numeric_limits<float>::infinity(), nt, buf);
   const int slices = nt / a.dv, c = t % a.dv, slice = t / a.dv;
   float l = 0.0f, acc = 0.0f;
   if (slice < slices)

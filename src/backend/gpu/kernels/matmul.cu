@@ -284,10 +284,11 @@ void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w,
 }
 
 // Rows per block and threads for one f16 row of x, where the caller asked for the tuned choice:
-// rows whose last round of loads is at most half full take tune::kMvHalfRoundRows per block.
+// rows whose last round of loads (on the tuned kMvBlock threads) is at most half full take
+// tune::kMvHalfRoundRows per block.
 // WICK_MV_CHOICE=off keeps the tuned choice, =RxT takes R rows of T threads for those rows (the A/B
 // knob; R 1, 2 or 4, T a multiple of 64).
-std::pair<int, int> half_round_choice(int64_t k, int threads) {
+std::pair<int, int> half_round_choice(int64_t k) {
   static const std::pair<int, int> choice = [] {
     const std::string v = tune::knob("WICK_MV_CHOICE");
     if (v == "off") return std::pair<int, int>{0, 0};
@@ -297,7 +298,7 @@ std::pair<int, int> half_round_choice(int64_t k, int threads) {
       return std::pair<int, int>{r, t};
     return std::pair<int, int>{tune::kMvHalfRoundRows, tune::kMvHalfRoundBlock};
   }();
-  const int64_t round = int64_t(threads) * tune::kMvUnroll, last = (k / 8) % round;  // 8 halves a load
+  const int64_t round = int64_t(tune::kMvBlock) * tune::kMvUnroll, last = (k / 8) % round;  // 8 halves a load
   return last > 0 && last <= round / 2 ? choice : std::pair<int, int>{0, 0};
 }
 
@@ -308,7 +309,7 @@ void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T*
     throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
   if constexpr (std::is_same_v<T, f16>)
     if (threads == 0 && rows_per_block == 0 && m_rows == 1)
-      std::tie(rows_per_block, threads) = half_round_choice(k, tune::kMvBlock);
+      std::tie(rows_per_block, threads) = half_round_choice(k);
   const int th = threads ? threads : tune::kMvBlock;
   if (th % 64 != 0 || th > tune::kMvMaxBlock)
     throw Error(ErrorKind::Argument, "matvec: block_threads must be 0 or a multiple of 64 up to " +

@@ -73,27 +73,6 @@ struct MaxOp {
   template <class C> __device__ C operator()(C a, C b) const { return b > a ? b : a; }
 };
 
-// v reduced over the g threads of a row; every one of them gets the result (a butterfly of
-// commutative steps gives the same bits in every lane). g <= 32 is a power of two: an aligned
-// lane group inside one warp (32 or 64 lanes), so xor masks below g never leave it. Otherwise
-// g == blockDim.x, a multiple of 64: warps reduce, lane 0s meet in buf, each warp re-reduces
-// the partials. Every thread of the block must call this (uniform control flow). Callers
-// alternate between two bufs, so one barrier per call suffices: a buf is rewritten only after
-// the barrier of a later call, which every reader of the earlier one has passed.
-template <class C, class Op> __device__ __forceinline__ C row_reduce(C v, Op op, C identity, int g, C* buf) {
-  if (g <= 32) {
-    for (int m = g >> 1; m > 0; m >>= 1) v = op(v, shfl_xor(v, m));
-    return v;
-  }
-  v = warp_reduce(v, op);
-  const int lane = int(threadIdx.x) % kWarpSize, warp = int(threadIdx.x) / kWarpSize;
-  if (lane == 0) buf[warp] = v;
-  __syncthreads();
-  const int nw = int(blockDim.x) / kWarpSize;
-  v = lane < nw ? buf[lane] : identity;
-  return warp_reduce(v, op);
-}
-
 // This thread's chunk k of a row (V elements) starts at column (lane + k * g) * V; it exists
 // when the column is below n (a dead row has n = 0). Registers rows have n <= 32768, so int
 // columns; V > 1 needs n % V == 0.
