@@ -375,6 +375,12 @@ TEST(NnHand, SiluMul) {
   const double s1 = 1 / (1 + std::exp(-1.0));
   EXPECT_TRUE(all_close(a.silu_mul(b), {0, 2 * s1, -3 * (1 - s1)}, 1e-15, 1e-15));
   EXPECT_TRUE(all_close(Tensor::cat({a, b}, 0).swiglu(), {0, 2 * s1, -3 * (1 - s1)}, 1e-15, 1e-15));
+  // matmul_swiglu: x (1, 2) = [1, 2]; gate rows [1, 0], [0, 1] give g = [1, 2], up rows [1, 1],
+  // [2, 0] give u = [3, 2]: y = [silu(1) * 3, silu(2) * 2].
+  const Tensor x = Tensor::from_vector(std::vector<double>{1, 2}, {1, 2});
+  const Tensor w = Tensor::from_vector(std::vector<double>{1, 0, 0, 1, 1, 1, 2, 0}, {4, 2});
+  const double s2 = 2 / (1 + std::exp(-2.0));
+  EXPECT_TRUE(all_close(x.matmul_swiglu(w.t()), {3 * s1, 2 * s2}, 1e-15, 1e-15));
 }
 
 TEST(NnHand, Attention) {
@@ -479,6 +485,8 @@ TEST(NnErrors, Shapes) {
   expect_shape_error([&] { x.layer_norm(Tensor(), Tensor::ones({3}, DType::F32), 1e-5); }, "bias size");
   expect_shape_error([&] { Tensor::zeros({}, DType::F32).softmax_last_dim(); }, "scalar softmax");
   expect_shape_error([&] { Tensor::zeros({2, 5}, DType::F32).swiglu(); }, "odd swiglu");
+  expect_shape_error([&] { x.matmul_swiglu(Tensor::zeros({4, 3}, DType::F32)); }, "odd matmul_swiglu");
+  expect_shape_error([&] { x.matmul_swiglu(Tensor::zeros({5, 4}, DType::F32)); }, "matmul_swiglu inner dims");
   expect_shape_error([&] { x.silu_mul(Tensor::zeros({3, 4}, DType::F32)); }, "silu_mul shapes");
   // rope
   Tensor r = Tensor::zeros({1, 2, 3, 6}, DType::F32), cs = Tensor::zeros({3, 3}, DType::F32);

@@ -235,6 +235,11 @@ class Tensor {
 
   // ---- linear algebra (src/core/tensor_linalg.cpp)
   Tensor matmul(const Tensor& rhs) const;  // (..., m, k) x (..., k, n), batch dims broadcast
+  // matmul(rhs).swiglu() (n even: the first half of the product's columns is the gate). A GPU runs
+  // one f16 row against a row-major weight's transpose (an LLM decode step's stacked gate/up
+  // product) as one kernel where its matrix-vector tuning allows: each product rounded to f16
+  // before silu, as matmul's, summed in its own order (within matmul's rounding). Float dtypes.
+  Tensor matmul_swiglu(const Tensor& rhs) const;
   Tensor dot(const Tensor& rhs) const;     // 1-D x 1-D -> scalar tensor of shape []
   Tensor mv(const Tensor& v) const;        // (m, k) x (k) -> (m)
 

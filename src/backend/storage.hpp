@@ -183,6 +183,15 @@ class Storage {
   // whose last two dims may be transposed; the output is contiguous (b, m, n).
   virtual StoragePtr matmul(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l,
                             const Layout& rhs_l) const = 0;
+  // matmul then swiglu (silu of the first half of the output's columns times the second half) in
+  // one pass, each product rounded to the dtype first: d.n is even, the result (b, m, d.n / 2).
+  // Null where this backend has no fused path for these operands: the core then runs matmul and
+  // swiglu (a GPU fuses one f16 row where its matrix-vector tuning says so).
+  virtual StoragePtr matmul_swiglu(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l,
+                                   const Layout& rhs_l) const {
+    (void)rhs, (void)d, (void)lhs_l, (void)rhs_l;
+    return nullptr;
+  }
 
   // ---- convolution, pooling, resampling (NCL / NCHW)
   virtual StoragePtr conv1d(const Layout& l, const Storage& kernel, const Layout& kernel_l,

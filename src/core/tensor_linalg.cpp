@@ -57,26 +57,30 @@ void merge_batch_dims(Layout& a, Layout& b) {
   rebuild(b, sb);
 }
 
-}  // namespace
-
-Tensor Tensor::matmul(const Tensor& rhs) const {
-  const char* op = "matmul";
-  check_same_device(*this, rhs, op);
-  check_same_dtype(*this, rhs, op);
-  if (rank() < 2 || rhs.rank() < 2)
-    throw Error(ErrorKind::Shape, std::string(op) + ": both operands need at least 2 dims, got " + describe(*this) +
+// The operands of lhs.matmul(rhs), checked, as the backend takes them.
+struct MatmulArgs {
+  Tensor a, b;
+  Layout la, lr;
+  MatmulDims d;
+  Shape out;
+};
+MatmulArgs matmul_args(const Tensor& lhs, const Tensor& rhs, const char* op) {
+  check_same_device(lhs, rhs, op);
+  check_same_dtype(lhs, rhs, op);
+  if (lhs.rank() < 2 || rhs.rank() < 2)
+    throw Error(ErrorKind::Shape, std::string(op) + ": both operands need at least 2 dims, got " + describe(lhs) +
                                       " and " + describe(rhs) +
                                       "; use dot() for 1-D x 1-D, mv() for matrix x vector, or unsqueeze() the vector");
-  const size_t m = dim(-2), k = dim(-1), k2 = rhs.dim(-2), n = rhs.dim(-1);
+  const size_t m = lhs.dim(-2), k = lhs.dim(-1), k2 = rhs.dim(-2), n = rhs.dim(-1);
   if (k != k2)
-    throw Error(ErrorKind::Shape, std::string(op) + ": inner dims differ (" + describe(*this) + " and " +
+    throw Error(ErrorKind::Shape, std::string(op) + ": inner dims differ (" + describe(lhs) + " and " +
                                       describe(rhs) + ": lhs has k = " + std::to_string(k) + ", rhs has k = " +
                                       std::to_string(k2) + "); transpose or reshape one operand");
-  const Shape lb(shape().begin(), shape().end() - 2), rb(rhs.shape().begin(), rhs.shape().end() - 2);
+  const Shape lb(lhs.shape().begin(), lhs.shape().end() - 2), rb(rhs.shape().begin(), rhs.shape().end() - 2);
   Shape batch;
   if (!try_broadcast_shapes(lb, rb, &batch))
     throw Error(ErrorKind::Shape, std::string(op) + ": batch dims " + shape_str(lb) + " and " + shape_str(rb) +
-                                      " do not broadcast (" + describe(*this) + " and " + describe(rhs) +
+                                      " do not broadcast (" + describe(lhs) + " and " + describe(rhs) +
                                       "); each batch dim must match or be 1");
   Shape sa = batch, sb = batch, so = batch;
   sa.insert(sa.end(), {m, k});
@@ -86,12 +90,37 @@ Tensor Tensor::matmul(const Tensor& rhs) const {
   checked_numel(sa, op);
   checked_numel(sb, op);
   checked_numel(so, op);
-  Tensor a = inner_is_blas_friendly(layout()) ? *this : contiguous();
-  Tensor b = inner_is_blas_friendly(rhs.layout()) ? rhs : rhs.contiguous();
-  Layout la = a.layout().broadcast_as(sa), lr = b.layout().broadcast_as(sb);
-  merge_batch_dims(la, lr);
-  const MatmulDims d{checked_numel(batch, op), m, n, k};
-  return wrap_like(a.storage()->matmul(*b.storage(), d, la, lr), so, *this);
+  MatmulArgs r;
+  r.a = inner_is_blas_friendly(lhs.layout()) ? lhs : lhs.contiguous();
+  r.b = inner_is_blas_friendly(rhs.layout()) ? rhs : rhs.contiguous();
+  r.la = r.a.layout().broadcast_as(sa);
+  r.lr = r.b.layout().broadcast_as(sb);
+  merge_batch_dims(r.la, r.lr);
+  r.d = MatmulDims{checked_numel(batch, op), m, n, k};
+  r.out = so;
+  return r;
+}
+
+}  // namespace
+
+Tensor Tensor::matmul(const Tensor& rhs) const {
+  const MatmulArgs m = matmul_args(*this, rhs, "matmul");
+  return wrap_like(m.a.storage()->matmul(*m.b.storage(), m.d, m.la, m.lr), m.out, *this);
+}
+
+Tensor Tensor::matmul_swiglu(const Tensor& rhs) const {
+  const char* op = "matmul_swiglu";
+  const MatmulArgs m = matmul_args(*this, rhs, op);
+  if (m.d.n % 2 != 0)
+    throw Error(ErrorKind::Shape, std::string(op) + ": the product's last dim must be even (gate and up halves), got " +
+                                      describe(rhs) + " for rhs");
+  check_float(*this, op);
+  if (StoragePtr s = m.a.storage()->matmul_swiglu(*m.b.storage(), m.d, m.la, m.lr)) {
+    Shape out = m.out;
+    out.back() /= 2;
+    return wrap_like(s, out, *this);
+  }
+  return matmul(rhs).swiglu();
 }
 
 Tensor Tensor::dot(const Tensor& rhs) const {

@@ -267,7 +267,9 @@ class LlamaModel : public Model {
                                        q8_1_input(L.gate_up.defined() ? L.gate_up : L.gate, T) ? &h2q : nullptr);
       QTensor* sq_out = q8_1_input(L.down, T) ? &sq : nullptr;
       Tensor s;
-      if (L.gate_up.defined()) {
+      if (L.gate_up.defined() && !L.gate_up.q.defined() && !L.gate_up.b.defined() && !sq_out && fused_swiglu()) {
+        s = h2.matmul_swiglu(L.gate_up.w.t());  // plain weights: one kernel on a GPU's decode shapes
+      } else if (L.gate_up.defined()) {
         const Tensor y = L.gate_up.forward(h2, h2q);
         s = y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate), sq_out);
       } else {
@@ -290,6 +292,13 @@ class LlamaModel : public Model {
   // WICK_NO_ROPE_KV keeps rope and two slice_set copies (the A/B knob of docs/performance.md).
   static bool fused_append() {
     static const bool off = lever_off("WICK_NO_ROPE_KV");
+    return !off;
+  }
+
+  // Whether plain stacked gate/up weights run matmul_swiglu (the silu product in the matrix-vector
+  // kernel's epilogue); WICK_NO_SWIGLU keeps the product and silu_mul apart (the A/B knob).
+  static bool fused_swiglu() {
+    static const bool off = lever_off("WICK_NO_SWIGLU");
     return !off;
   }
 

@@ -118,3 +118,72 @@ TEST(GpuMatVec, NonFiniteValuesPropagate) {
     EXPECT_TRUE(std::isinf(y[3]) && y[3] > 0) << y[3];
   }
 }
+
+// x.matmul_swiglu(w.t()): the matrix-vector kernel with the silu product in its epilogue (gate row
+// i and up row n + i in one block) for one f16 row whose k takes two rows per block (k = 2048,
+// 5632, 64, 8 below: matmul.cu's half_round_choice), the composition for the other shapes.
+// Expected: the f64 silu(g) * u within the bound of two f32 sums rounded to the dtype (the fused
+// kernel's block sums in another order than the plain product's, so the two may differ in the last
+// bit); the composition on the same GPU must meet the same bound.
+TEST(GpuMatVec, MatmulSwigluIsMatmulThenSwiglu) {
+  const Case cases[] = {{1, 2, 8},       {1, 74, 64},     {2, 74, 64},    {3, 510, 520}, {5, 128, 4096},
+                        {8, 1026, 1032}, {9, 154, 512},   {1, 5632, 2048}, {1, 602, 5632}, {1, 8192, 4096},
+                        {4, 34, 4100},   {1, 22, 12}};
+  uint32_t seed = 101;
+  for (DType dt : {DType::F16, DType::BF16})
+    for (const Case& c : cases) {
+      const std::string what = std::string(dtype_name(dt)) + " m=" + std::to_string(c.m) +
+                               " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k);
+      SCOPED_TRACE(what);
+      // x scaled by 1/16 keeps silu(g) * u inside f16's range at k = 8192
+      const Tensor x = Tensor::from_vector(normal(c.m * c.k, seed += 2), {c.m, c.k}).affine(1.0 / 16, 0).to_dtype(dt);
+      const Tensor w = Tensor::from_vector(normal(c.n * c.k, seed + 1), {c.n, c.k}).to_dtype(dt);
+      const Tensor xg = x.to_device(gpu()), wg = w.to_device(gpu());
+      const Tensor got = xg.matmul_swiglu(wg.t());
+      const Tensor want = xg.matmul(wg.t()).swiglu();
+      ASSERT_EQ(got.shape(), (Shape{c.m, c.n / 2}));
+      const std::vector<double> gv = test::values(got), wantv = test::values(want);
+      const std::vector<double> xv = test::values(x), wv = test::values(w);
+      size_t bad = 0;
+      const size_t h = c.n / 2;
+      for (size_t i = 0; i < c.m; ++i)
+        for (size_t r = 0; r < h; ++r) {
+          const double y = gv[i * h + r], y2 = wantv[i * h + r];
+          double g = 0, u = 0, mg = 0, mu = 0;
+          for (size_t j = 0; j < c.k; ++j) {
+            g += xv[i * c.k + j] * wv[r * c.k + j];
+            u += xv[i * c.k + j] * wv[(h + r) * c.k + j];
+            mg += std::fabs(xv[i * c.k + j] * wv[r * c.k + j]);
+            mu += std::fabs(xv[i * c.k + j] * wv[(h + r) * c.k + j]);
+          }
+          const double ref = g / (1 + std::exp(-g)) * u;
+          // g and u: f32 sums over k then one rounding each (2^-11 f16, 2^-8 bf16); silu's slope is
+          // at most 1.1 and |silu(g)| <= |g|; then the result's own rounding. Doubled for slack.
+          const double e = dt == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+          const double dg = e * std::fabs(g) + double(c.k) * std::ldexp(mg, -23);
+          const double du = e * std::fabs(u) + double(c.k) * std::ldexp(mu, -23);
+          const double bound = 2 * (1.1 * dg * (std::fabs(u) + du) + std::fabs(g) * du + e * std::fabs(ref)) + 1e-6;
+          if (!(std::fabs(y - ref) <= bound) && bad++ < 5)
+            ADD_FAILURE() << "y[" << i << ", " << r << "] = " << y << ", f64 silu(g) * u " << ref << " (bound " << bound
+                          << ")";
+          if (!(std::fabs(y2 - ref) <= bound) && bad++ < 5)
+            ADD_FAILURE() << "matmul then swiglu [" << i << ", " << r << "] = " << y2 << ", f64 " << ref;
+        }
+      EXPECT_EQ(bad, 0u);
+    }
+  // An offset view of x (the fused kernel) and an odd product width (Error(Shape) naming the op).
+  const Tensor xw = Tensor::from_vector(normal(80, 7), {1, 80}).to_dtype(DType::F16).to_device(gpu());
+  const Tensor w = Tensor::from_vector(normal(40 * 64, 8), {40, 64}).to_dtype(DType::F16).to_device(gpu());
+  const Tensor x = xw.narrow(1, 8, 64);
+  const std::vector<double> a = test::values(x.matmul_swiglu(w.t())), b = test::values(x.matmul(w.t()).swiglu());
+  ASSERT_EQ(a.size(), 20u);
+  for (size_t i = 0; i < a.size(); ++i)  // a few f16 ulps apart at most (sum order, then the roundings)
+    EXPECT_LE(std::fabs(a[i] - b[i]), std::ldexp(std::fabs(b[i]), -8) + 1e-4) << i << ": " << a[i] << " vs " << b[i];
+  try {
+    (void)x.matmul_swiglu(w.narrow(0, 0, 39).t());
+    ADD_FAILURE() << "an odd product width was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Shape);
+    EXPECT_NE(std::string(e.what()).find("matmul_swiglu"), std::string::npos) << e.what();
+  }
+}

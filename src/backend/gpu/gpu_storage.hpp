@@ -116,6 +116,8 @@ class GpuStorage final : public Storage {
 
   // kernels/matmul.cu (+ blas.cu)
   StoragePtr matmul(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l, const Layout& rhs_l) const override;
+  StoragePtr matmul_swiglu(const Storage& rhs, const MatmulDims& d, const Layout& lhs_l,
+                           const Layout& rhs_l) const override;
 
   // kernels/conv.cu, kernels/pool_upsample.cu
   StoragePtr conv1d(const Layout& l, const Storage& kernel, const Layout& kernel_l, const Conv1dShape& s) const override;

@@ -139,6 +139,12 @@ inline constexpr int kMvUnroll = 4;
 // and bf16 was not faster with R = 2.
 inline constexpr int kMvHalfRoundRows = 2;
 inline constexpr int kMvHalfRoundBlock = 128;
+// matmul_swiglu (the silu product in the matrix-vector epilogue: a gate row and its up row per
+// block) runs only where the plain product takes kMvHalfRoundRows = 2 rows anyway; elsewhere the
+// pair cost more than the silu_mul kernel it saves. H200 decode A/B (stop 26, tg128 t/s): 1.1B F16
+// fused 2 x 64 threads 830.6, 2 x 128 819, 4 x 128 789, unfused 805-815; 7B F16 (k = 4096, one row
+// per block unfused) fused 2 x 64 228.9, 2 x 128 228, 4 x 128 220, unfused 242.
+inline constexpr int kMvSwigluBlock = 64;
 
 // Quantized matrix-vector (kernels/qmatmul.cu, 1..kQmvMaxRows rows of x): kQmvBlock threads per
 // block (a multiple of 64: 4 warps, 2 wave64), kQmvRows weight rows per block sharing each

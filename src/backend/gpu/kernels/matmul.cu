@@ -16,6 +16,7 @@
 #include "backend/gpu/kernels/matvec.hpp"
 #include "backend/matmul_block.hpp"
 #include "ops/dtype_dispatch.hpp"
+#include "ops/nn.hpp"
 #include "ops/numeric.hpp"
 
 namespace wick::gpu {
@@ -187,17 +188,26 @@ void int_matmul(gpuStream_t s, const MatmulDims& d, const T* a, const Layout& la
 // 16-byte vectors (consecutive threads: consecutive bytes), every vector dotted with all m rows of
 // x in f32. A warp reduction, the warps' partial sums in shared memory, one rounding per output
 // (as the f32-accumulating gemm). Rows of x past m (padded to 1/2/4/8) are never read.
-template <class T, int M, int R>
+// kSwiglu (matmul_swiglu): W has 2n rows, gate rows then up rows, and y (m x n) is
+// silu(gate) * up; a block takes R / 2 gate rows and the up rows of the same outputs, and rounds
+// both products to T before SiluMul, as matmul then swiglu (whose sums may run in another order:
+// tune::kMvSwigluBlock threads).
+template <class T, int M, int R, bool kSwiglu = false>
 __global__ void WICK_LAUNCH_BOUNDS(tune::kMvMaxBlock)
     matvec_kernel(const T* WICK_RESTRICT x, int64_t x_ld, int m, const T* WICK_RESTRICT w, int64_t w_ld, int64_t n,
                   int64_t k, T* WICK_RESTRICT y) {
   kernel_entry();
   constexpr int V = 8;  // 8 x 16-bit = 16 bytes
   constexpr int U = tune::kMvUnroll;
-  const int64_t row0 = int64_t(blockIdx.x) * R;
+  constexpr int P = kSwiglu ? R / 2 : R;  // outputs per block
+  static_assert(!kSwiglu || R % 2 == 0, "a swiglu block holds pairs of rows");
+  const int64_t row0 = int64_t(blockIdx.x) * P;
   const T* wr[R];
 #pragma unroll
-  for (int r = 0; r < R; ++r) wr[r] = w + (row0 + r < n ? row0 + r : n - 1) * w_ld;  // past n: not stored
+  for (int r = 0; r < R; ++r) {
+    const int64_t o = row0 + r % P < n ? row0 + r % P : n - 1;  // past n: not stored
+    wr[r] = w + (kSwiglu && r >= P ? n + o : o) * w_ld;
+  }
   float acc[R][M];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -232,9 +242,20 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kMvMaxBlock)
     }
   }
   float s;
-  if (block_sum<R, M>(acc, &s)) {
-    const int r = int(threadIdx.x) / M, i = int(threadIdx.x) % M;
-    if (row0 + r < n && i < m) y[int64_t(i) * n + row0 + r] = cast<T>(s);
+  const bool has = block_sum<R, M>(acc, &s);
+  if constexpr (!kSwiglu) {
+    if (has) {
+      const int r = int(threadIdx.x) / M, i = int(threadIdx.x) % M;
+      if (row0 + r < n && i < m) y[int64_t(i) * n + row0 + r] = cast<T>(s);
+    }
+  } else {
+    __shared__ float sums[R * M];  // (row, x row): gate rows first
+    if (has) sums[threadIdx.x] = s;
+    __syncthreads();
+    const int t = int(threadIdx.x), p = t / M, i = t % M;
+    if (t < P * M && row0 + p < n && i < m)
+      y[int64_t(i) * n + row0 + p] =
+          cast<T>(nn::SiluMul{}(to_compute(cast<T>(sums[t])), to_compute(cast<T>(sums[(P + p) * M + i]))));
   }
 }
 
@@ -253,33 +274,38 @@ bool matvec_applies(const MatmulDims& d, DType dt, const void* a, const Layout& 
   return d.k % 8 == 0 && ok(a, la.offset, ab.ld) && ok(b, lb.offset, bb.ld);
 }
 
-template <class T, int M, int R>
+template <class T, int M, int R, bool S>
 void launch_matvec_r(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
                      T* y, int threads) {
-  const unsigned grid = unsigned((n + R - 1) / R);
-  launch_kernel(matvec_kernel<T, M, R>, grid, threads, 0, s, x, x_ld, m, w, w_ld, n, k, y);
-  check_launch("matmul(matvec)");
+  constexpr int P = S ? R / 2 : R;
+  const unsigned grid = unsigned((n + P - 1) / P);
+  launch_kernel(matvec_kernel<T, M, R, S>, grid, threads, 0, s, x, x_ld, m, w, w_ld, n, k, y);
+  check_launch(S ? "matmul_swiglu(matvec)" : "matmul(matvec)");
 }
 
 // One row of x may take 1, 2 or 4 weight rows per block (rows_per_block, 0: the tuned choice, as
 // qmatvec's sweep; 8 rows held 32 16-byte vectors and spilled on AMD wave64); more rows keep the tuned count.
-template <class T, int M>
+// S (swiglu): 2 or 4 rows (one or two gate / up pairs), 2 unless asked; more rows of x take 2.
+template <class T, int M, bool S>
 void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
                      T* y, int rows_per_block, int threads) {
+  const int rows = rows_per_block ? rows_per_block : S ? 2 : tune::kMvRows;
   if constexpr (M == 1) {
-    switch (rows_per_block ? rows_per_block : tune::kMvRows) {
+    switch (rows) {
       case 1:
-        return launch_matvec_r<T, 1, 1>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+        if constexpr (!S) return launch_matvec_r<T, 1, 1, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+        break;
       case 2:
-        return launch_matvec_r<T, 1, 2>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+        return launch_matvec_r<T, 1, 2, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       case 4:
-        return launch_matvec_r<T, 1, 4>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+        return launch_matvec_r<T, 1, 4, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       default:
-        throw Error(ErrorKind::Argument,
-                    "matvec: rows_per_block must be 0, 1, 2 or 4, got " + std::to_string(rows_per_block));
+        break;
     }
+    throw Error(ErrorKind::Argument, std::string("matvec: rows_per_block must be 0, ") + (S ? "" : "1, ") +
+                                         "2 or 4, got " + std::to_string(rows_per_block));
   } else {
-    launch_matvec_r<T, M, tune::kMvRows>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+    launch_matvec_r<T, M, S ? 2 : tune::kMvRows, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
   }
 }
 
@@ -302,38 +328,45 @@ std::pair<int, int> half_round_choice(int64_t k) {
   return last > 0 && last <= round / 2 ? choice : std::pair<int, int>{0, 0};
 }
 
-template <class T>
+// S (swiglu): n is the outputs, W's 2n rows gate then up.
+template <class T, bool S = false>
 void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T* x, int64_t x_ld, const T* w,
                    int64_t w_ld, T* y, int rows_per_block = 0, int threads = 0) {
   if ((n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
     throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
   if constexpr (std::is_same_v<T, f16>)
-    if (threads == 0 && rows_per_block == 0 && m_rows == 1)
+    if (threads == 0 && rows_per_block == 0 && m_rows == 1) {
       std::tie(rows_per_block, threads) = half_round_choice(k);
+      if (S) threads = tune::kMvSwigluBlock;
+    }
   const int th = threads ? threads : tune::kMvBlock;
   if (th % 64 != 0 || th > tune::kMvMaxBlock)
     throw Error(ErrorKind::Argument, "matvec: block_threads must be 0 or a multiple of 64 up to " +
                                          std::to_string(tune::kMvMaxBlock) + ", got " + std::to_string(threads));
   const int m = int(m_rows);
-  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
-  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
-  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
-  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 1) return launch_matvec_m<T, 1, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 2) return launch_matvec_m<T, 2, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 4) return launch_matvec_m<T, 4, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  launch_matvec_m<T, 8, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
 }
 
 }  // namespace
 
 void matvec(gpuStream_t s, DType dt, const void* x, int64_t x_ld, size_t m, const void* w, int64_t w_ld, size_t n,
-            size_t k, void* y, int rows_per_block, int block_threads) {
+            size_t k, void* y, int rows_per_block, int block_threads, bool swiglu) {
   if (m == 0 || m > size_t(tune::kMvMaxRows))  // the kernels hold at most 8 rows of x (as qmatvec)
     throw Error(ErrorKind::Internal, "matvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
                                          std::to_string(tune::kMvMaxRows));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    auto f = swiglu ? launch_matvec<T, true> : launch_matvec<T, false>;
+    f(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const T*>(x), x_ld, static_cast<const T*>(w), w_ld,
+      static_cast<T*>(y), rows_per_block, block_threads);
+  };
   if (dt == DType::F16)
-    launch_matvec<f16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const f16*>(x), x_ld,
-                       static_cast<const f16*>(w), w_ld, static_cast<f16*>(y), rows_per_block, block_threads);
+    run(f16{});
   else if (dt == DType::BF16)
-    launch_matvec<bf16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const bf16*>(x), x_ld,
-                        static_cast<const bf16*>(w), w_ld, static_cast<bf16*>(y), rows_per_block, block_threads);
+    run(bf16{});
   else
     throw Error(ErrorKind::DType, std::string("matvec: f16 or bf16, got ") + dtype_name(dt));
 }
@@ -378,6 +411,23 @@ StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
       int_matmul<T>(stream(), d, ptr<T>(), lhs_l, ab, rhs.ptr<T>(), rhs_l, bb, out->ptr<T>());
     }
   });
+  return out;
+}
+
+// One f16 row times W fused with swiglu (d.n = 2 x the outputs) where the plain product takes two
+// rows per block; other operands: null, and the core runs matmul then swiglu.
+StoragePtr GpuStorage::matmul_swiglu(const Storage& rhs_s, const MatmulDims& d, const Layout& lhs_l,
+                                     const Layout& rhs_l) const {
+  const GpuStorage& rhs = as_gpu(rhs_s);
+  if (d.n % 2 != 0 || d.b * d.m * d.n * d.k == 0) return nullptr;
+  const MatmulBlock ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
+  if (!matvec_applies(d, dtype_, data(), lhs_l, ab, rhs.data(), rhs_l, bb)) return nullptr;
+  // Only where the plain product would take two rows per block (tune::kMvSwigluBlock's note).
+  if (dtype_ != DType::F16 || d.m != 1 || half_round_choice(int64_t(d.k)).first != 2) return nullptr;
+  DeviceGuard g(ordinal());
+  auto out = new_storage(ordinal(), d.m * (d.n / 2), dtype_);
+  matvec(stream(), dtype_, ptr<char>() + lhs_l.offset * 2, ab.ld, d.m, rhs.ptr<char>() + rhs_l.offset * 2, bb.ld,
+         d.n / 2, d.k, out->data(), 0, 0, /*swiglu=*/true);
   return out;
 }
 
