@@ -101,12 +101,14 @@ MatmulArgs matmul_args(const Tensor& lhs, const Tensor& rhs, const char* op) {
   return r;
 }
 
+// The backend's product of checked operands.
+Tensor run_matmul(const MatmulArgs& m, const Tensor& like) {
+  return wrap_like(m.a.storage()->matmul(*m.b.storage(), m.d, m.la, m.lr), m.out, like);
+}
+
 }  // namespace
 
-Tensor Tensor::matmul(const Tensor& rhs) const {
-  const MatmulArgs m = matmul_args(*this, rhs, "matmul");
-  return wrap_like(m.a.storage()->matmul(*m.b.storage(), m.d, m.la, m.lr), m.out, *this);
-}
+Tensor Tensor::matmul(const Tensor& rhs) const { return run_matmul(matmul_args(*this, rhs, "matmul"), *this); }
 
 Tensor Tensor::matmul_swiglu(const Tensor& rhs) const {
   const char* op = "matmul_swiglu";
@@ -120,7 +122,7 @@ Tensor Tensor::matmul_swiglu(const Tensor& rhs) const {
     out.back() /= 2;
     return wrap_like(s, out, *this);
   }
-  return matmul(rhs).swiglu();
+  return run_matmul(m, *this).swiglu();  // the operands already checked (and copied, where BLAS needed it)
 }
 
 Tensor Tensor::dot(const Tensor& rhs) const {

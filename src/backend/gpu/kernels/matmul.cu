@@ -285,27 +285,23 @@ void launch_matvec_r(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w,
 
 // One row of x may take 1, 2 or 4 weight rows per block (rows_per_block, 0: the tuned choice, as
 // qmatvec's sweep; 8 rows held 32 16-byte vectors and spilled on AMD wave64); more rows keep the tuned count.
-// S (swiglu): 2 or 4 rows (one or two gate / up pairs), 2 unless asked; more rows of x take 2.
-template <class T, int M, bool S>
+template <class T, int M>
 void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w, int64_t w_ld, int64_t n, int64_t k,
                      T* y, int rows_per_block, int threads) {
-  const int rows = rows_per_block ? rows_per_block : S ? 2 : tune::kMvRows;
   if constexpr (M == 1) {
-    switch (rows) {
+    switch (rows_per_block ? rows_per_block : tune::kMvRows) {
       case 1:
-        if constexpr (!S) return launch_matvec_r<T, 1, 1, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
-        break;
+        return launch_matvec_r<T, 1, 1, false>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       case 2:
-        return launch_matvec_r<T, 1, 2, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+        return launch_matvec_r<T, 1, 2, false>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       case 4:
-        return launch_matvec_r<T, 1, 4, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+        return launch_matvec_r<T, 1, 4, false>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
       default:
-        break;
+        throw Error(ErrorKind::Argument,
+                    "matvec: rows_per_block must be 0, 1, 2 or 4, got " + std::to_string(rows_per_block));
     }
-    throw Error(ErrorKind::Argument, std::string("matvec: rows_per_block must be 0, ") + (S ? "" : "1, ") +
-                                         "2 or 4, got " + std::to_string(rows_per_block));
   } else {
-    launch_matvec_r<T, M, S ? 2 : tune::kMvRows, S>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
+    launch_matvec_r<T, M, tune::kMvRows, false>(s, x, x_ld, m, w, w_ld, n, k, y, threads);
   }
 }
 
@@ -328,45 +324,38 @@ std::pair<int, int> half_round_choice(int64_t k) {
   return last > 0 && last <= round / 2 ? choice : std::pair<int, int>{0, 0};
 }
 
-// S (swiglu): n is the outputs, W's 2n rows gate then up.
-template <class T, bool S = false>
+template <class T>
 void launch_matvec(gpuStream_t s, int64_t m_rows, int64_t n, int64_t k, const T* x, int64_t x_ld, const T* w,
                    int64_t w_ld, T* y, int rows_per_block = 0, int threads = 0) {
   if ((n + tune::kMvRows - 1) / tune::kMvRows > int64_t(INT_MAX))
     throw Error(ErrorKind::Unsupported, "matmul: n = " + std::to_string(n) + " is too large for one GPU launch");
   if constexpr (std::is_same_v<T, f16>)
-    if (threads == 0 && rows_per_block == 0 && m_rows == 1) {
+    if (threads == 0 && rows_per_block == 0 && m_rows == 1)
       std::tie(rows_per_block, threads) = half_round_choice(k);
-      if (S) threads = tune::kMvSwigluBlock;
-    }
   const int th = threads ? threads : tune::kMvBlock;
   if (th % 64 != 0 || th > tune::kMvMaxBlock)
     throw Error(ErrorKind::Argument, "matvec: block_threads must be 0 or a multiple of 64 up to " +
                                          std::to_string(tune::kMvMaxBlock) + ", got " + std::to_string(threads));
   const int m = int(m_rows);
-  if (m <= 1) return launch_matvec_m<T, 1, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
-  if (m <= 2) return launch_matvec_m<T, 2, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
-  if (m <= 4) return launch_matvec_m<T, 4, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
-  launch_matvec_m<T, 8, S>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 1) return launch_matvec_m<T, 1>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 2) return launch_matvec_m<T, 2>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  if (m <= 4) return launch_matvec_m<T, 4>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
+  launch_matvec_m<T, 8>(s, x, x_ld, m, w, w_ld, n, k, y, rows_per_block, th);
 }
 
 }  // namespace
 
 void matvec(gpuStream_t s, DType dt, const void* x, int64_t x_ld, size_t m, const void* w, int64_t w_ld, size_t n,
-            size_t k, void* y, int rows_per_block, int block_threads, bool swiglu) {
+            size_t k, void* y, int rows_per_block, int block_threads) {
   if (m == 0 || m > size_t(tune::kMvMaxRows))  // the kernels hold at most 8 rows of x (as qmatvec)
     throw Error(ErrorKind::Internal, "matvec: " + std::to_string(m) + " rows; the matrix-vector path takes 1 to " +
                                          std::to_string(tune::kMvMaxRows));
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    auto f = swiglu ? launch_matvec<T, true> : launch_matvec<T, false>;
-    f(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const T*>(x), x_ld, static_cast<const T*>(w), w_ld,
-      static_cast<T*>(y), rows_per_block, block_threads);
-  };
   if (dt == DType::F16)
-    run(f16{});
+    launch_matvec<f16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const f16*>(x), x_ld,
+                       static_cast<const f16*>(w), w_ld, static_cast<f16*>(y), rows_per_block, block_threads);
   else if (dt == DType::BF16)
-    run(bf16{});
+    launch_matvec<bf16>(s, int64_t(m), int64_t(n), int64_t(k), static_cast<const bf16*>(x), x_ld,
+                        static_cast<const bf16*>(w), w_ld, static_cast<bf16*>(y), rows_per_block, block_threads);
   else
     throw Error(ErrorKind::DType, std::string("matvec: f16 or bf16, got ") + dtype_name(dt));
 }
@@ -419,15 +408,16 @@ StoragePtr GpuStorage::matmul(const Storage& rhs_s, const MatmulDims& d, const L
 StoragePtr GpuStorage::matmul_swiglu(const Storage& rhs_s, const MatmulDims& d, const Layout& lhs_l,
                                      const Layout& rhs_l) const {
   const GpuStorage& rhs = as_gpu(rhs_s);
-  if (d.n % 2 != 0 || d.b * d.m * d.n * d.k == 0) return nullptr;
+  if (dtype_ != DType::F16 || d.m != 1 || d.n == 0 || d.k == 0) return nullptr;
   const MatmulBlock ab = inner_block(lhs_l, d.m, d.k, "lhs"), bb = inner_block(rhs_l, d.k, d.n, "rhs");
   if (!matvec_applies(d, dtype_, data(), lhs_l, ab, rhs.data(), rhs_l, bb)) return nullptr;
   // Only where the plain product would take two rows per block (tune::kMvSwigluBlock's note).
-  if (dtype_ != DType::F16 || d.m != 1 || half_round_choice(int64_t(d.k)).first != 2) return nullptr;
+  if (half_round_choice(int64_t(d.k)).first != 2) return nullptr;
   DeviceGuard g(ordinal());
-  auto out = new_storage(ordinal(), d.m * (d.n / 2), dtype_);
-  matvec(stream(), dtype_, ptr<char>() + lhs_l.offset * 2, ab.ld, d.m, rhs.ptr<char>() + rhs_l.offset * 2, bb.ld,
-         d.n / 2, d.k, out->data(), 0, 0, /*swiglu=*/true);
+  const int64_t h = int64_t(d.n / 2);  // outputs: gate rows [0, h), up rows [h, 2h) of W
+  auto out = new_storage(ordinal(), size_t(h), dtype_);
+  launch_matvec_r<f16, 1, 2, true>(stream(), ptr<f16>() + lhs_l.offset, ab.ld, 1, rhs.ptr<f16>() + rhs_l.offset,
+                                   bb.ld, h, int64_t(d.k), out->ptr<f16>(), tune::kMvSwigluBlock);
   return out;
 }
 

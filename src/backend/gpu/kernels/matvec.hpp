@@ -13,11 +13,8 @@ namespace wick::gpu {
 // with row stride x_ld, dt f16 or bf16, k a multiple of 8 and every pointer and stride 16-byte
 // aligned (matmul's matvec_applies). rows_per_block (1, 2, 4; m = 1 only) overrides the tuned
 // weight rows per thread block and block_threads (a multiple of 64 up to tune::kMvMaxBlock) the
-// threads per block, for the benchmark's sweep; 0 takes the tuned values. swiglu: W has 2n rows
-// (gate rows, then up rows) and y (m, n) = silu(x Wg^T) * (x Wu^T), each product rounded to dt
-// first (Tensor::matmul_swiglu); rows_per_block 2 or 4 (pairs of rows), threads for one f16 row
-// tune::kMvSwigluBlock.
+// threads per block, for the benchmark's sweep; 0 takes the tuned values.
 void matvec(gpuStream_t s, DType dt, const void* x, int64_t x_ld, size_t m, const void* w, int64_t w_ld, size_t n,
-            size_t k, void* y, int rows_per_block = 0, int block_threads = 0, bool swiglu = false);
+            size_t k, void* y, int rows_per_block = 0, int block_threads = 0);
 
 }  // namespace wick::gpu
