@@ -18,4 +18,7 @@ if(WICK_BUILD_TESTS)
       target_compile_definitions(${bench} PRIVATE WICK_GPU_HIP)
     endif()
   endforeach()
+  # Public API only (attention_kv_len inside a recorded graph): a host C++ program.
+  add_executable(gpu_attention_decode ${PROJECT_SOURCE_DIR}/bench/gpu_attention_decode.cpp)
+  target_link_libraries(gpu_attention_decode PRIVATE wick)
 endif()

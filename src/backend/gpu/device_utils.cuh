@@ -41,6 +41,31 @@ __device__ __forceinline__ void kernel_entry() {
 #endif
 }
 
+// 16 bytes global -> shared without a register round trip (cp.async, NVIDIA sm_80+); src_bytes 0
+// writes zeros and reads nothing. Elsewhere an ordinary copy through a register, so a kernel that
+// streams through a shared ring keeps one source. cp_async_wait<N>() returns once at most N of the
+// thread's committed groups are still in flight: its own copies before them are then visible to it.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+#if WICK_HAS_CP_ASYNC
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+#else
+  uint4 v = make_uint4(0, 0, 0, 0);
+  if (src_bytes) v = *static_cast<const uint4*>(gmem);
+  *static_cast<uint4*>(smem) = v;
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if WICK_HAS_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+#if WICK_HAS_CP_ASYNC
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 // __restrict__ lets the compiler move loads through a pointer above the wait in kernel_entry() (the
 // wait is not an access "through" that pointer), reading what the previous kernel has not yet written:
 // kernels say WICK_RESTRICT, which is __restrict__ only where there is no PDL.

@@ -64,10 +64,18 @@ inline constexpr int kAttnDecodePvLoads = 4;  // the same in the P V pass (16-by
 // thread). H100: 1 row (7B shape) 16-byte vectors gave tg128 @ d8192 +7% (F16) / +10% (Q4_0) and
 // tg128 flat; 8 rows (1.1B shape) -4.5% at tg128, flat at d8192. 2 to 7 rows unmeasured.
 inline constexpr int kAttnDecodePvVecRows = 4;
-// The streaming decode kernel (decode_stream_kernel): threads per block (a multiple of 64), and the
-// most query rows one block takes (1, 2 or 4; more rows per KV head split into groups of this many).
+// The streaming decode kernel (decode_stream_kernel): threads per block (a multiple of 64); query
+// rows per KV head that take it at every cache length (more rows take it past one run); rows one
+// block takes (more rows per KV head split into groups of this many, each reading the keys: on the
+// H200 the 1.1B shape's 8 rows decoded attention at 8,192 keys 25% faster in groups of 2 than of 4,
+// whose 4 rows' registers left 3 blocks per SM); keys each lane loads per step; and steps of loads
+// in flight through a shared-memory ring (cp.async, NVIDIA sm_80+; AMD and older NVIDIA load into
+// registers). H200 sweep (bench/gpu_attention_decode, docs/performance.md): 3 stages x 4 keys.
 inline constexpr int kAttnDecodeStreamBlock = 128;
 inline constexpr int kAttnDecodeStreamRows = 4;
+inline constexpr int kAttnDecodeStreamGroup = 2;
+inline constexpr int kAttnDecodeStreamKeys = 4;
+inline constexpr int kAttnDecodeStreamStages = 3;
 // Runs per row from which the merge splits them over its block's threads (decode_merge_wide_kernel)
 // instead of one thread walking every run of a column. First choice, H200 A/B in docs/performance.md.
 inline constexpr int kAttnDecodeWideMergeRuns = 16;

@@ -1,8 +1,8 @@
 // Decode attention: few query rows against a long KV cache (flash-decoding). The chunked GEMM path
 // and the flash kernel give a 1-token query one block per head walking every key, a few dozen
 // blocks for the whole GPU. Here the keys are split into runs. Up to kStreamRows rows per KV head
-// (and d == dv), or more rows in groups of kStreamRows over a cache longer than one run, take
-// decode_stream_kernel, whose runs are sized on the device to fill the GPU once; the other shapes
+// (and d == dv), or more rows over a cache longer than one run, take decode_stream_kernel (blocks
+// of kStreamGroup rows), whose runs are sized on the device to fill the GPU once; the other shapes
 // take decode_runs_kernel, runs of kKeys: block (split, kv head, batch)
 // scores its run for every query row that reads this KV head (the h_q / h_kv heads of the group, t_q
 // tokens each), takes the run's softmax statistics (max m, l = sum exp(s - m)) and its unnormalised
@@ -17,6 +17,8 @@
 #include <climits>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -41,8 +43,13 @@ constexpr int kPvLoads = tune::kAttnDecodePvLoads;
 constexpr int kPvVecRows = tune::kAttnDecodePvVecRows;
 constexpr int kStreamBlock = tune::kAttnDecodeStreamBlock;
 constexpr int kStreamRows = tune::kAttnDecodeStreamRows;
+constexpr int kStreamGroup = tune::kAttnDecodeStreamGroup;
+constexpr int kStreamKeys = tune::kAttnDecodeStreamKeys;
+constexpr int kStreamStages = tune::kAttnDecodeStreamStages;
 constexpr int kStreamMinRun = tune::kAttnDecodeStreamMinRun;
-static_assert(kStreamBlock % 64 == 0 && (kStreamRows == 1 || kStreamRows == 2 || kStreamRows == 4), "stream shape");
+static_assert(kStreamBlock % 64 == 0 && kStreamRows >= kStreamGroup && (kStreamGroup == 1 || kStreamGroup == 2) &&
+                  kStreamKeys > 0 && kStreamStages >= 2,
+              "stream shape");
 static_assert(kDecBlock % 64 == 0 && kRows * kMaxDim >= kDecBlock * kRows, "the P V partials fit in the q buffer");
 
 struct DecodeArgs {
@@ -307,12 +314,20 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 // same merge. The runs kernel held every score of the run in shared memory between three barrier-
 // separated passes; at 8,192 keys of a 7B model it moved 2.0 TB/s with under one warp ready per
 // scheduler (docs/performance.md). Needs d == dv.
-template <int R> constexpr int stream_loads() { return R <= 2 ? 4 : 2; }
+// With S > 0 stages the loads go through a ring in dynamic shared memory instead of registers
+// (cp.async on NVIDIA sm_80+): each thread keeps the next S - 1 steps' k and v vectors in flight
+// while it computes one, and reads back only the 16-byte slots it filled itself, so no barrier. At
+// 8,192 keys of the 7B shape the register loads left 5 blocks per SM (88 registers) waiting on
+// memory most cycles (ncu: long scoreboard 6.8 of 11 cycles per instruction, 59% of DRAM peak).
+// Same arithmetic in the same order either way: the same bits.
+constexpr size_t stream_ring_bytes(int stages, int block) {
+  return size_t(stages) * kStreamKeys * 2 * 16 * size_t(block);
+}
 
-template <class T, int R>
+template <class T, int R, int S>
 __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs a) {
   kernel_entry();
-  constexpr int V = int(16 / sizeof(T)), U = stream_loads<R>();
+  constexpr int V = int(16 / sizeof(T)), U = kStreamKeys;
   const int hk = int(blockIdx.y), bi = int(blockIdx.z), t = int(threadIdx.x);
   const int all_rows = a.group * a.t_q, row_groups = (all_rows + R - 1) / R;
   const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
@@ -365,17 +380,49 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
   const int kb = wave * per, ke = kb + per < nk ? kb + per : nk;
   const T* kp = static_cast<const T*>(a.k.p) + int64_t(bi) * a.k.sb + int64_t(hk) * a.k.sh + k0 * a.k.st + c;
   const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st + c;
-  for (int j0 = kb; j0 < ke; j0 += step) {  // the same trip count for the whole wave
+  // The ring: slot (stage, u, k or v) of thread t is 16 bytes at ((stage * U + u) * 2 + kv) * blockDim
+  // + t, so a wave's 16-byte accesses are contiguous. issue(i) fills stage i % S with step i's
+  // vectors (zeros past the wave's keys) and commits a group, empty past the last step.
+  constexpr int SR = S > 0 ? S : 1;  // (S = 0 never calls issue)
+  extern __shared__ uint4 ring[];
+  auto ring_at = [&](int stage, int u, int side) { return ring + ((stage * U + u) * 2 + side) * int(blockDim.x) + t; };
+  const int steps = ke > kb ? (ke - kb + step - 1) / step : 0;
+  auto issue = [&](int i) {
+    if (i < steps) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int j = kb + i * step + u * keys_per_load + slot;
+        const bool in = j < ke;
+        cp_async16(ring_at(i % SR, u, 0), in ? kp + int64_t(j) * a.k.st : kp, in ? 16 : 0);
+        cp_async16(ring_at(i % SR, u, 1), in ? vp + int64_t(j) * a.v.st : vp, in ? 16 : 0);
+      }
+    }
+    cp_async_commit();
+  };
+  if constexpr (S > 0)
+    for (int i = 0; i < S - 1; ++i) issue(i);
+  for (int i = 0; i < steps; ++i) {  // the same trip count for the whole wave
+    const int j0 = kb + i * step;
     VecOf<T, V> kv[U], vv[U];
+    if constexpr (S > 0) {
+      issue(i + S - 1);
+      cp_async_wait<S - 1>();  // step i's group has landed
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int j = j0 + u * keys_per_load + slot;
-      if (j < ke) {
-        kv[u] = *reinterpret_cast<const VecOf<T, V>*>(kp + int64_t(j) * a.k.st);
-        vv[u] = *reinterpret_cast<const VecOf<T, V>*>(vp + int64_t(j) * a.v.st);
-      } else {
+      for (int u = 0; u < U; ++u) {
+        kv[u] = *reinterpret_cast<const VecOf<T, V>*>(ring_at(i % SR, u, 0));
+        vv[u] = *reinterpret_cast<const VecOf<T, V>*>(ring_at(i % SR, u, 1));
+      }
+    } else {
 #pragma unroll
-        for (int e = 0; e < V; ++e) kv[u].v[e] = vv[u].v[e] = cast<T>(0.0f);
+      for (int u = 0; u < U; ++u) {
+        const int j = j0 + u * keys_per_load + slot;
+        if (j < ke) {
+          kv[u] = *reinterpret_cast<const VecOf<T, V>*>(kp + int64_t(j) * a.k.st);
+          vv[u] = *reinterpret_cast<const VecOf<T, V>*>(vp + int64_t(j) * a.v.st);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) kv[u].v[e] = vv[u].v[e] = cast<T>(0.0f);
+        }
       }
     }
     float s[U][R];
@@ -581,6 +628,33 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
 
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
+// The streaming kernel for R rows and S ring stages (0: loads into registers), and the stages
+// a launch takes: tune::kAttnDecodeStreamStages where cp.async exists (an NVIDIA build on sm_80+),
+// else 0; WICK_DECODE_STAGES=0/2/3/4/6 picks (the A/B knob).
+template <class T, int R> void (*stream_kernel(int stages))(DecodeArgs) {
+  return stages ? decode_stream_kernel<T, R, kStreamStages> : decode_stream_kernel<T, R, 0>;
+}
+int stream_stages(int ordinal) {
+#if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
+  (void)ordinal;
+  return 0;
+#else
+  static const bool off = tune::knob("WICK_DECODE_STAGES") == "0";
+  return off || context(ordinal).prop.major < 8 ? 0 : kStreamStages;
+#endif
+}
+// The ring's dynamic shared memory is asked for once per kernel: with the kernel's static arrays it
+// may pass the 48 KiB a launch gets without asking.
+void allow_smem(const void* kern, size_t bytes) {
+  static std::mutex mu;
+  static std::set<const void*> done;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (bytes == 0 || done.count(kern)) return;
+  check(gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+        "FuncSetAttribute(attention decode)");
+  done.insert(kern);
+}
+
 }  // namespace
 
 bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
@@ -639,7 +713,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
     const std::string m = tune::knob("WICK_DECODE_ATTN");
     return m == "runs" ? 0 : m == "stream" ? 2 : 1;
   }();
-  // More rows per KV head (the 1.1B shape's 8) take it in groups of kStreamRows once the cache is
+  // More rows per KV head (the 1.1B shape's 8) take it (groups of kStreamGroup) once the cache is
   // longer than one run (H200: 1.1B tg128 @ d8192 +6-9% over the runs kernel, both with the wide
   // merge); a cache of one run keeps the runs kernel, which then needs no merge at all. Up to
   // kStreamRows rows stream at every length: the runs kernel's single run over a short cache (no
@@ -653,23 +727,27 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
     return m == "all" ? kAll : m == "launch" ? kLaunch : m == "serial" ? kSerial : kDefault;
   }();
   d.direct = merge != kAll;
-  const int stream_rows = rows <= 1 ? 1 : rows <= 2 ? 2 : kStreamRows;
+  // WICK_DECODE_STAGES=0: the streaming kernel loads into registers on NVIDIA too (the A/B knob).
+  const int stream_rows = rows <= 1 ? 1 : kStreamGroup;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
       void (*kern)(DecodeArgs) = decode_runs_kernel<T>;
       int block = kDecBlock;
+      size_t smem = 0;
       if (stream) {
-        kern = stream_rows == 1 ? decode_stream_kernel<T, 1>
-               : stream_rows == 2 ? decode_stream_kernel<T, 2>
-                                  : decode_stream_kernel<T, kStreamRows>;
+        const int stages = stream_stages(ordinal);
+        kern = stream_rows == 1 ? stream_kernel<T, 1>(stages) : stream_kernel<T, kStreamGroup>(stages);
         block = kStreamBlock;
+        smem = stages ? stream_ring_bytes(stages, block) : 0;
+        allow_smem(reinterpret_cast<const void*>(kern), smem);
         // As many runs as fill every SM once with the blocks it can hold (run_of spreads the keys).
         const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
         const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
         const int64_t most = (int64_t(a.t_kv) + kStreamMinRun - 1) / kStreamMinRun;
-        d.splits = int(std::clamp<int64_t>(int64_t(sms) * resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, 0) / per_run, 1, most));
+        const int fit = resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, smem);
+        d.splits = int(std::clamp<int64_t>(int64_t(sms) * fit / per_run, 1, most));
         d.run = kStreamMinRun;
         d.dyn_runs = true;
       } else {
@@ -682,7 +760,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       d.part_ml = static_cast<float*>(ml_buf.b.ptr);
       // At least one block per row, for the rows of a one-run context to spread over.
       const int64_t gx = std::max<int64_t>(rows, d.splits * row_groups);
-      launch_kernel(kern, dim3(unsigned(gx), unsigned(d.h_kv), unsigned(a.b)), block, 0, ctx.stream, d);
+      launch_kernel(kern, dim3(unsigned(gx), unsigned(d.h_kv), unsigned(a.b)), block, smem, ctx.stream, d);
       check_launch("attention(decode runs)");
       // One run per row (t_kv <= kKeys, or the streaming kernel's single run, which run_of sizes to
       // the length): every row is written by its run's block and the merge would return at once,
