@@ -319,7 +319,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 // while it computes one, and reads back only the 16-byte slots it filled itself, so no barrier. At
 // 8,192 keys of the 7B shape the register loads left 5 blocks per SM (88 registers) waiting on
 // memory most cycles (ncu: long scoreboard 6.8 of 11 cycles per instruction, 59% of DRAM peak).
-// Same arithmetic in the same order either way: the same bits.
+// The same arithmetic in the same order either way (only where the k and v vectors wait differs).
 constexpr size_t stream_ring_bytes(int stages, int block) {
   return size_t(stages) * kStreamKeys * 2 * 16 * size_t(block);
 }
