@@ -67,7 +67,7 @@ inline constexpr int kAttnDecodePvVecRows = 4;
 // The streaming decode kernel (decode_stream_kernel): threads per block (a multiple of 64); query
 // rows per KV head that take it at every cache length (more rows take it past one run); rows one
 // block takes (more rows per KV head split into groups of this many, each reading the keys: on the
-// H200 the 1.1B shape's 8 rows decoded attention at 8,192 keys 25% faster in groups of 2 than of 4,
+// H200 the 1.1B shape's 8 rows at 8,192 keys took 17.2 us in groups of 2 against 20.9 in groups of 4,
 // whose 4 rows' registers left 3 blocks per SM); keys each lane loads per step; and steps of loads
 // in flight through a shared-memory ring (cp.async, NVIDIA sm_80+; AMD and older NVIDIA load into
 // registers). H200 sweep (bench/gpu_attention_decode, docs/performance.md): 3 stages x 4 keys.
