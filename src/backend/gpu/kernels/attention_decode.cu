@@ -320,9 +320,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 // 8,192 keys of the 7B shape the register loads left 5 blocks per SM (88 registers) waiting on
 // memory most cycles (ncu: long scoreboard 6.8 of 11 cycles per instruction, 59% of DRAM peak).
 // The same arithmetic in the same order either way (only where the k and v vectors wait differs).
-constexpr size_t stream_ring_bytes(int stages, int block) {
-  return size_t(stages) * kStreamKeys * 2 * 16 * size_t(block);
-}
+constexpr size_t stream_ring_bytes(int block) { return size_t(kStreamStages) * kStreamKeys * 2 * 16 * size_t(block); }
 
 template <class T, int R, int S>
 __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs a) {
@@ -628,31 +626,31 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
 
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
-// The streaming kernel for R rows and S ring stages (0: loads into registers), and the stages
-// a launch takes: tune::kAttnDecodeStreamStages where cp.async exists (an NVIDIA build on sm_80+),
-// else 0; WICK_DECODE_STAGES=0/2/3/4/6 picks (the A/B knob).
-template <class T, int R> void (*stream_kernel(int stages))(DecodeArgs) {
-  return stages ? decode_stream_kernel<T, R, kStreamStages> : decode_stream_kernel<T, R, 0>;
+// The streaming kernel for R rows, through the ring or loading into registers, and whether a
+// launch takes the ring: where cp.async exists (an NVIDIA build on sm_80+) unless
+// WICK_DECODE_STAGES=0 (the A/B knob: register loads on NVIDIA too).
+template <class T, int R> void (*stream_kernel(bool ring))(DecodeArgs) {
+  return ring ? decode_stream_kernel<T, R, kStreamStages> : decode_stream_kernel<T, R, 0>;
 }
-int stream_stages(int ordinal) {
+bool stream_ring(int ordinal) {
 #if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
   (void)ordinal;
-  return 0;
+  return false;
 #else
   static const bool off = tune::knob("WICK_DECODE_STAGES") == "0";
-  return off || context(ordinal).prop.major < 8 ? 0 : kStreamStages;
+  return !off && context(ordinal).prop.major >= 8;
 #endif
 }
-// The ring's dynamic shared memory is asked for once per kernel: with the kernel's static arrays it
-// may pass the 48 KiB a launch gets without asking.
-void allow_smem(const void* kern, size_t bytes) {
+// The ring's dynamic shared memory is asked for once per kernel and device (the attribute is the
+// current device's): with the kernel's static arrays it may pass the 48 KiB a launch gets unasked.
+void allow_smem(int ordinal, const void* kern, size_t bytes) {
   static std::mutex mu;
-  static std::set<const void*> done;
+  static std::set<std::pair<int, const void*>> done;
   const std::lock_guard<std::mutex> lock(mu);
-  if (bytes == 0 || done.count(kern)) return;
+  if (bytes == 0 || done.count({ordinal, kern})) return;
   check(gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "FuncSetAttribute(attention decode)");
-  done.insert(kern);
+  done.insert({ordinal, kern});
 }
 
 }  // namespace
@@ -727,7 +725,6 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
     return m == "all" ? kAll : m == "launch" ? kLaunch : m == "serial" ? kSerial : kDefault;
   }();
   d.direct = merge != kAll;
-  // WICK_DECODE_STAGES=0: the streaming kernel loads into registers on NVIDIA too (the A/B knob).
   const int stream_rows = rows <= 1 ? 1 : kStreamGroup;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
@@ -737,11 +734,11 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       int block = kDecBlock;
       size_t smem = 0;
       if (stream) {
-        const int stages = stream_stages(ordinal);
-        kern = stream_rows == 1 ? stream_kernel<T, 1>(stages) : stream_kernel<T, kStreamGroup>(stages);
+        const bool ring = stream_ring(ordinal);
+        kern = stream_rows == 1 ? stream_kernel<T, 1>(ring) : stream_kernel<T, kStreamGroup>(ring);
         block = kStreamBlock;
-        smem = stages ? stream_ring_bytes(stages, block) : 0;
-        allow_smem(reinterpret_cast<const void*>(kern), smem);
+        smem = ring ? stream_ring_bytes(block) : 0;
+        allow_smem(ordinal, reinterpret_cast<const void*>(kern), smem);
         // As many runs as fill every SM once with the blocks it can hold (run_of spreads the keys).
         const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
         const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
