@@ -84,6 +84,18 @@ TEST(GpuAttentionKvLen, DecodeKernelFewRows) {
     }
 }
 
+// 5 to 8 query rows per KV head in other ways than one token of an 8-head group (the tensor-core
+// kernel's shapes on NVIDIA sm_80+, the others elsewhere): 2 tokens of a 4-head group in 2 batches (8
+// rows, causal limits that differ per row), 3 tokens of a 2-head group (6 rows, d 128) and one token of
+// a 5-head group; lengths around and past the 256-key runs.
+TEST(GpuAttentionKvLen, DecodeKernelGroupedRows) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    check(dt, 2, 8, 2, 2, 64, 1100, {{2, 1100}, {300, 33}, {257, 512}}, 190);
+    check(dt, 1, 4, 2, 3, 128, 1100, {{3}, {255}, {700}, {1100}}, 191);
+    check(dt, 1, 10, 2, 1, 64, 700, {{1}, {256}, {700}}, 192);
+  }
+}
+
 // Scores spread wide (q x 8) and a NaN key, for 1, 2 and 8 rows per KV head (both kernels).
 TEST(GpuAttentionKvLen, DecodeKernelWideScoresAndNaN) {
   for (DType dt : {DType::F16, DType::BF16})

@@ -82,6 +82,16 @@ inline constexpr int kAttnDecodeWideMergeRuns = 16;
 // Its runs are sized on the device to fill the GPU once; never fewer keys than this (a multiple of
 // every block's keys per step).
 inline constexpr int kAttnDecodeStreamMinRun = 32;
+// The tensor-core decode kernel (decode_mma_kernel, NVIDIA sm_80+; 5 to 8 query rows per KV head,
+// d == dv in {64, 128}): warps per block (each walks its share of a run in tiles of 16 keys), tiles of
+// k and v rows in flight per warp (warps and stages: first choice, unmeasured), and the least keys a
+// run takes (the runs are sized on the device to fill the GPU once, never shorter than this). H100,
+// bench/gpu_attention_decode 1.1B shape, us per layer at 512 / 2,048 / 8,192 keys: 128 keys 8.2 / 9.4 /
+// 13.3, 256 keys 10.0 / 10.5 / 12.5, 512 keys 13.3 / 14.3 / 15.3 (the stream and runs kernels: 8.4 /
+// 11.0 / 17.6); 128 has the least sum over 2,048 and 8,192 keys.
+inline constexpr int kAttnDecodeMmaWarps = 4;
+inline constexpr int kAttnDecodeMmaStages = 3;
+inline constexpr int kAttnDecodeMmaMinRun = 128;
 // Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
 // (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
 // FlashAttention-2's forward tiles for these head dims; unmeasured.

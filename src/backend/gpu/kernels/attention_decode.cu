@@ -1,15 +1,20 @@
 // Decode attention: few query rows against a long KV cache (flash-decoding). The chunked GEMM path
 // and the flash kernel give a 1-token query one block per head walking every key, a few dozen
-// blocks for the whole GPU. Here the keys are split into runs. Up to kStreamRows rows per KV head
-// (and d == dv), or more rows over a cache longer than one run, take decode_stream_kernel (blocks
-// of kStreamGroup rows), whose runs are sized on the device to fill the GPU once; the other shapes
-// take decode_runs_kernel, runs of kKeys: block (split, kv head, batch)
-// scores its run for every query row that reads this KV head (the h_q / h_kv heads of the group, t_q
-// tokens each), takes the run's softmax statistics (max m, l = sum exp(s - m)) and its unnormalised
-// P V, all in f32; a second kernel merges the runs of each row (the online-softmax merge) and writes
-// the output. Portable: the lane-level steps (warp_reduce, shfl_xor) stay inside a wave and take its
-// width, so 32- and 64-lane waves both fit.
-// With per-batch lengths (attention_kv_len) the grid still covers t_kv: both kernels read the
+// blocks for the whole GPU. Here the keys are split into runs over blocks, and a second kernel
+// merges the runs of each row (the online-softmax merge) and writes the output; a block whose run
+// holds every key writes its rows itself. Three kernels score the runs:
+// - decode_stream_kernel, up to kStreamRows rows per KV head (d == dv), and more rows over a cache
+//   longer than one run elsewhere than below: blocks of kStreamGroup rows, q and the P V sums in
+//   registers, runs sized on the device to fill the GPU once;
+// - decode_mma_kernel, on NVIDIA sm_80+ for 5 to 8 rows per KV head with d == dv in {64, 128} (the
+//   1.1B shape's 8) at every length: every row of the KV head in one block, the dot products on
+//   tensor cores, so the keys are read once;
+// - decode_runs_kernel, the other shapes: runs of kKeys; block (split, kv head, batch) scores its run
+//   for every query row that reads this KV head (the h_q / h_kv heads of the group, t_q tokens each).
+// Each takes its run's softmax statistics (max m, l = sum exp(s - m)) and its unnormalised P V in f32.
+// Portable: the lane-level steps of the stream and runs kernels (warp_reduce, shfl_xor) stay inside a
+// wave and take its width, so 32- and 64-lane waves both fit; AMD runs those two.
+// With per-batch lengths (attention_kv_len) the grid still covers t_kv: the kernels read the
 // length from device memory, blocks whose run starts at or past it return at once and the merge
 // stops at the last run, so one captured launch serves every length. When all keys fit one run
 // (a short context), the split axis's blocks share that run's rows instead (see decode_runs_kernel).
@@ -17,6 +22,7 @@
 #include <climits>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -520,6 +526,261 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
   }
 }
 
+// ---- Tensor-core decode attention for the grouped shapes (NVIDIA sm_80+): more than kStreamRows query
+// rows per KV head (the 1.1B shape's 8; one mma holds 16, the decode path takes at most kRows), d == dv
+// in {64, 128}. The stream and runs
+// kernels give each query row its own pass over the keys in f32 FMAs (the stream kernel reads the
+// keys once per group of kStreamGroup rows); here one block takes every row of its KV head, so K and
+// V are read once, and the dot products are mma.sync m16n8k16: S (16 rows x 16 keys) = Q K^T, rows
+// past the head's count zero, then O += P V with P rounded to T, as the flash kernel does. Each of
+// the block's kMmaWarps warps walks its share of the run's keys in tiles of 16, the tiles' k and v
+// rows copied to the warp's ring in shared memory by cp.async (kMmaStages tiles in flight), read
+// back as fragments by ldmatrix; every warp runs its own online softmax (m, l per row in f32), and
+// the warps meet in shared memory, in warp order, as in decode_stream_kernel, which writes the same
+// run partials (or the output, for a one-run length) for the same merge.
+// Fragments (PTX ISA, mma.m16n8k16 for 16-bit types): lane = 4 g + c; A (16 x 16): a0 = row g, cols
+// 2c, 2c + 1; a1 = row g + 8, same cols; a2, a3 = the same rows, cols + 8. B (16 x 8): b0 = rows (k)
+// 2c, 2c + 1 of col (n) g; b1 = rows + 8. C (16 x 8, f32): c0, c1 = row g, cols 2c, 2c + 1; c2, c3 =
+// row g + 8.
+constexpr int kMmaWarps = tune::kAttnDecodeMmaWarps;
+#if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
+constexpr int kMmaStages = tune::kAttnDecodeMmaStages;
+constexpr int kMmaTile = 16;  // keys per tile (one k16 of P V)
+constexpr int kMmaMaxRows = 16;
+
+// Bytes of a warp's ring: kMmaStages tiles of k and v rows, each row padded by 16 bytes so the 8
+// rows of an ldmatrix fall in distinct banks.
+constexpr size_t mma_row_halves(int d) { return size_t(d) + 8; }
+constexpr size_t mma_ring_bytes(int d) { return size_t(kMmaStages) * 2 * kMmaTile * mma_row_halves(d) * 2; }
+constexpr size_t mma_smem_bytes(int d) {
+  // the rings, reused after them for the warps' partial sums (f32 rows, m and l)
+  return std::max(size_t(kMmaWarps) * mma_ring_bytes(d),
+                  size_t(kMmaWarps) * kMmaMaxRows * (size_t(d) + 2) * sizeof(float));
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+// c += a b (m16n8k16, f32 accumulators) in T's 16-bit type.
+template <class T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, f16>)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Two floats as T's 16-bit pair (x in the low half), rounded to nearest.
+template <class T> __device__ __forceinline__ uint32_t pack2(float x, float y) {
+  return uint32_t(from_f32<T>(x).bits) | (uint32_t(from_f32<T>(y).bits) << 16);
+}
+
+template <class T, int D>
+__global__ void WICK_LAUNCH_BOUNDS(kMmaWarps * 32) decode_mma_kernel(DecodeArgs a) {
+  kernel_entry();
+#if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
+  constexpr int KS = D / 16, NT = D / 8, LD = int(mma_row_halves(D)), CH = D / 8;  // 16-byte chunks a row
+  const int hk = int(blockIdx.y), bi = int(blockIdx.z), t = int(threadIdx.x);
+  const int lane = t % 32, warp = t / 32, g = lane / 4, c = lane % 4;
+  const int all_rows = a.group * a.t_q;
+  const int64_t n_keys = keys_of(a, bi), run = run_of(a, n_keys);
+  const int split = int(blockIdx.x);
+  const int64_t k0 = int64_t(split) * run;
+  if (k0 >= n_keys) return;
+  const int nk = int(n_keys - k0 < run ? n_keys - k0 : run);
+  const int64_t shift = n_keys - a.t_q;  // causal: query i sees keys up to i + shift
+  const float ninf = -std::numeric_limits<float>::infinity();
+
+  // Q's A fragments (unscaled; the scores are scaled in f32) and each of the thread's two rows' last
+  // visible key (run-relative).
+  uint32_t qa[KS][4];
+  int last_key[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = g + 8 * h;
+    const bool in = row < all_rows;
+    const int gq = in ? row / a.t_q : 0, i = in ? row - gq * a.t_q : 0;
+    const uint16_t* qp = reinterpret_cast<const uint16_t*>(static_cast<const T*>(a.q.p) + int64_t(bi) * a.q.sb +
+                                                           int64_t(hk * a.group + gq) * a.q.sh + int64_t(i) * a.q.st);
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int col = ks * 16 + half * 8 + 2 * c;
+        qa[ks][h + 2 * half] = in ? uint32_t(qp[col]) | (uint32_t(qp[col + 1]) << 16) : 0u;
+      }
+    const int64_t lk = a.causal ? int64_t(i) + shift - k0 : int64_t(nk) - 1;
+    last_key[h] = int(lk < nk - 1 ? lk : nk - 1);
+  }
+
+  // Warp w takes keys [kb, ke) of the run: whole tiles, the last warp's part full.
+  const int per = ((nk + kMmaWarps - 1) / kMmaWarps + kMmaTile - 1) / kMmaTile * kMmaTile;
+  const int kb = warp * per, ke = kb + per < nk ? kb + per : nk;
+  const int tiles = ke > kb ? (ke - kb + kMmaTile - 1) / kMmaTile : 0;
+  const T* kp = static_cast<const T*>(a.k.p) + int64_t(bi) * a.k.sb + int64_t(hk) * a.k.sh + k0 * a.k.st;
+  const T* vp = static_cast<const T*>(a.v.p) + int64_t(bi) * a.v.sb + int64_t(hk) * a.v.sh + k0 * a.v.st;
+  extern __shared__ uint4 mma_smem[];
+  T* ring = reinterpret_cast<T*>(reinterpret_cast<char*>(mma_smem) + size_t(warp) * mma_ring_bytes(D));
+  auto tile_at = [&](int stage, int side) { return ring + (stage * 2 + side) * kMmaTile * LD; };
+  auto issue = [&](int i) {  // tile i's k and v rows into stage i % kMmaStages (zeros past ke)
+    if (i < tiles) {
+      const int j0 = kb + i * kMmaTile;
+#pragma unroll
+      for (int u = 0; u < kMmaTile * CH / 32; ++u) {
+        const int q = lane + 32 * u, r = q / CH, ch = q - r * CH, j = j0 + r;
+        const bool in = j < ke;
+        cp_async16(tile_at(i % kMmaStages, 0) + r * LD + ch * 8, in ? kp + int64_t(j) * a.k.st + ch * 8 : kp,
+                   in ? 16 : 0);
+        cp_async16(tile_at(i % kMmaStages, 1) + r * LD + ch * 8, in ? vp + int64_t(j) * a.v.st + ch * 8 : vp,
+                   in ? 16 : 0);
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int i = 0; i < kMmaStages - 1; ++i) issue(i);
+
+  float o[NT][4], m[2] = {ninf, ninf}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int n = 0; n < NT; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  // ldmatrix row addresses: lane l gives row l % 8 of matrix l / 8.
+  const int lm = lane / 8, lr = lane % 8;
+  for (int i = 0; i < tiles; ++i) {
+    issue(i + kMmaStages - 1);
+    cp_async_wait<kMmaStages - 1>();
+    __syncwarp();  // every lane's copies of tile i are visible to the warp
+    const T* kt = tile_at(i % kMmaStages, 0);
+    const T* vt = tile_at(i % kMmaStages, 1);
+    // S: two 8-key column tiles; matrices (keys 0-7, dims lo), (0-7, hi), (8-15, lo), (8-15, hi).
+    float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      uint32_t b[4];
+      ldsm_x4(b, kt + ((lm >> 1) * 8 + lr) * LD + ks * 16 + (lm & 1) * 8);
+      mma16816<T>(s[0], qa[ks], b[0], b[1]);
+      mma16816<T>(s[1], qa[ks], b[2], b[3]);
+    }
+    // Scale, mask (keys past the warp's part or the row's causal limit are -inf; a NaN never wins the
+    // max), then the online softmax of the thread's two rows over the 4 lanes that share each row.
+    const int j0 = kb + i * kMmaTile;
+    float mx[2] = {m[0], m[1]};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2, j = j0 + n * 8 + 2 * c + (e & 1);
+        float x = s[n][e] * a.scale;
+        if (j >= ke || j > last_key[h]) x = ninf;
+        s[n][e] = x;
+        mx[h] = x > mx[h] ? x : mx[h];
+      }
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      for (int off = 1; off < 4; off <<= 1) {
+        const float y = __shfl_xor_sync(0xffffffffu, mx[h], off);
+        mx[h] = y > mx[h] ? y : mx[h];
+      }
+      // With mx = -inf every key so far is masked or NaN: p is 0, or the NaN the merge keeps.
+      alpha[h] = mx[h] == ninf ? 1.0f : fmath::exp(m[h] - mx[h]);
+      l[h] *= alpha[h];
+      m[h] = mx[h];
+    }
+    uint32_t pa[4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      float p[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2;
+        const float x = s[n][e];
+        p[e] = mx[h] == ninf ? (x != x ? x : 0.0f) : fmath::exp(x - mx[h]);
+        l[h] += p[e];
+      }
+      pa[2 * n] = pack2<T>(p[0], p[1]);
+      pa[2 * n + 1] = pack2<T>(p[2], p[3]);
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n) {
+      o[n][0] *= alpha[0];
+      o[n][1] *= alpha[0];
+      o[n][2] *= alpha[1];
+      o[n][3] *= alpha[1];
+    }
+    // O += P V: matrices (keys 0-7, dims d0..), (8-15, d0..), (0-7, d0 + 8..), (8-15, d0 + 8..), transposed.
+#pragma unroll
+    for (int n = 0; n < NT; n += 2) {
+      uint32_t b[4];
+      ldsm_x4_trans(b, vt + ((lm & 1) * 8 + lr) * LD + n * 8 + (lm >> 1) * 8);
+      mma16816<T>(o[n], pa, b[0], b[1]);
+      mma16816<T>(o[n + 1], pa, b[2], b[3]);
+    }
+    __syncwarp();  // the tile's stage is refilled next iteration
+  }
+  cp_async_wait<0>();
+
+  // Each row's l over its 4 lanes; then the warps' (m, l, O) meet in shared memory in warp order.
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    for (int off = 1; off < 4; off <<= 1) l[h] += __shfl_xor_sync(0xffffffffu, l[h], off);
+  __syncthreads();  // every warp is done with its ring
+  float* so = reinterpret_cast<float*>(mma_smem);                // [warp][row][D]
+  float* sml = so + size_t(kMmaWarps) * kMmaMaxRows * D;          // [warp][row][2]
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) so[(warp * kMmaMaxRows + g + 8 * (e / 2)) * D + n * 8 + 2 * c + (e & 1)] = o[n][e];
+  if (c == 0)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sml[(warp * kMmaMaxRows + g + 8 * h) * 2] = m[h];
+      sml[(warp * kMmaMaxRows + g + 8 * h) * 2 + 1] = l[h];
+    }
+  __syncthreads();
+  const int64_t base = ((int64_t(bi) * a.h_kv + hk) * a.splits + split) * all_rows;
+  for (int e = t; e < all_rows * D; e += int(blockDim.x)) {
+    const int r = e / D, cc = e - r * D;
+    float mo = ninf;
+    for (int w = 0; w < kMmaWarps; ++w) {
+      const float mw = sml[(w * kMmaMaxRows + r) * 2];
+      mo = mw > mo ? mw : mo;
+    }
+    float lo = 0.0f, ov = 0.0f;
+    for (int w = 0; w < kMmaWarps; ++w) {
+      const float wt = run_weight(sml[(w * kMmaMaxRows + r) * 2], mo);
+      lo += wt * sml[(w * kMmaMaxRows + r) * 2 + 1];
+      ov += wt * so[(w * kMmaMaxRows + r) * D + cc];
+    }
+    if (a.direct && n_keys <= run) {
+      write_one_run<T>(a, bi, hk, r, cc, ov, mo, lo);
+      continue;
+    }
+    a.part_o[(base + r) * a.dv + cc] = ov;
+    if (cc == 0) {
+      a.part_ml[(base + r) * 2] = mo;
+      a.part_ml[(base + r) * 2 + 1] = lo;
+    }
+  }
+#endif
+}
+#endif
+
 // A merge block's output row: block x = (bi * h_kv + hk) * rows + r, the runs that hold its keys,
 // and where run s's partials are (part: the row of part_o / part_ml).
 struct MergeRow {
@@ -653,6 +914,38 @@ void allow_smem(int ordinal, const void* kern, size_t bytes) {
   done.insert({ordinal, kern});
 }
 
+#if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
+template <class T> void (*mma_kernel(int d))(DecodeArgs) {
+  return d == 64 ? decode_mma_kernel<T, 64> : decode_mma_kernel<T, 128>;
+}
+// Whether a launch may take the tensor-core kernel: the device is sm_80+ with the shared memory it
+// needs, and the binary the runtime picked for it holds the sm_80+ body (a build for older targets
+// only would JIT the empty one), as flash_attention_supported checks; asked once per kernel and
+// device. WICK_DECODE_MMA=0: never (the A/B knob).
+bool mma_ready(int ordinal, const void* kern, size_t smem) {
+  static const bool off = tune::knob("WICK_DECODE_MMA") == "0";
+  if (off) return false;
+  static std::mutex mu;
+  static std::map<std::pair<int, const void*>, bool> known;
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    const auto it = known.find({ordinal, kern});
+    if (it != known.end()) return it->second;
+  }
+  const gpuDeviceProp_t& prop = context(ordinal).prop;
+  bool ok = prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem;
+  if (ok) {
+    gpuFuncAttributes attr{};
+    ok = gpuFuncGetAttributes(&attr, kern) == gpuSuccess && attr.binaryVersion >= 80 && attr.ptxVersion >= 80;
+    if (!ok) (void)gpuGetLastError();
+  }
+  if (ok) allow_smem(ordinal, kern, smem);
+  const std::lock_guard<std::mutex> lock(mu);
+  known[{ordinal, kern}] = ok;
+  return ok;
+}
+#endif
+
 }  // namespace
 
 bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
@@ -705,8 +998,8 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                true};
   const int64_t rows = int64_t(d.group) * d.t_q;
   // The streaming kernel where it fits (d == dv, rows within kStreamRows); WICK_DECODE_ATTN=runs
-  // keeps the runs kernel and =stream takes the streaming one for every row count (the A/B knob of
-  // docs/performance.md).
+  // keeps the runs kernel and =stream takes the streaming one for every row count, neither taking the
+  // tensor-core kernel (the A/B knobs of docs/performance.md).
   static const int mode = [] {
     const std::string m = tune::knob("WICK_DECODE_ATTN");
     return m == "runs" ? 0 : m == "stream" ? 2 : 1;
@@ -733,7 +1026,34 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       void (*kern)(DecodeArgs) = decode_runs_kernel<T>;
       int block = kDecBlock;
       size_t smem = 0;
-      if (stream) {
+      bool mma = false;
+      int64_t groups = row_groups;  // blocks along x per run
+#if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
+      // More than kStreamRows rows per KV head (the 1.1B shape's 8), d == dv in {64, 128}: the
+      // tensor-core kernel at every length, one block per run for all the head's rows (H100: 1.1B F16
+      // tg128 +3%, at 8,192 keys +5%; WICK_DECODE_MMA=0 keeps the stream and runs kernels, to compare).
+      if (mode == 1 && d.d == d.dv && (d.d == 64 || d.d == 128) && rows > kStreamRows && rows <= kMmaMaxRows) {
+        kern = mma_kernel<T>(d.d);
+        smem = mma_smem_bytes(d.d);
+        mma = mma_ready(ordinal, reinterpret_cast<const void*>(kern), smem);
+        if (!mma) {
+          kern = decode_runs_kernel<T>;
+          smem = 0;
+        }
+      }
+#endif
+      if (mma) {
+        block = kMmaWarps * 32;
+        constexpr int64_t min_run = tune::kAttnDecodeMmaMinRun;
+        const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
+        const int64_t per_run = int64_t(a.b) * d.h_kv;
+        const int64_t most = (int64_t(a.t_kv) + min_run - 1) / min_run;
+        const int fit = resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, smem);
+        d.splits = int(std::clamp<int64_t>(int64_t(sms) * fit / per_run, 1, most));
+        d.run = int(min_run);
+        d.dyn_runs = true;
+        groups = 1;
+      } else if (stream) {
         const bool ring = stream_ring(ordinal);
         kern = stream_rows == 1 ? stream_kernel<T, 1>(ring) : stream_kernel<T, kStreamGroup>(ring);
         block = kStreamBlock;
@@ -755,8 +1075,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       Scratch ml_buf(ordinal, size_t(runs) * 2 * sizeof(float));
       d.part_o = static_cast<float*>(o_buf.b.ptr);
       d.part_ml = static_cast<float*>(ml_buf.b.ptr);
-      // At least one block per row, for the rows of a one-run context to spread over.
-      const int64_t gx = std::max<int64_t>(rows, d.splits * row_groups);
+      // At least one block per row, for the rows of a one-run context to spread over (the tensor-core
+      // kernel: one block per run, every row).
+      const int64_t gx = mma ? int64_t(d.splits) : std::max<int64_t>(rows, d.splits * groups);
       launch_kernel(kern, dim3(unsigned(gx), unsigned(d.h_kv), unsigned(a.b)), block, smem, ctx.stream, d);
       check_launch("attention(decode runs)");
       // One run per row (t_kv <= kKeys, or the streaming kernel's single run, which run_of sizes to
