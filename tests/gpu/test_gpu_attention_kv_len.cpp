@@ -87,7 +87,8 @@ TEST(GpuAttentionKvLen, DecodeKernelFewRows) {
 // 5 to 8 query rows per KV head in other ways than one token of an 8-head group (the tensor-core
 // kernel's shapes on NVIDIA sm_80+, the others elsewhere): 2 tokens of a 4-head group in 2 batches (8
 // rows, causal limits that differ per row), 3 tokens of a 2-head group (6 rows, d 128) and one token of
-// a 5-head group; lengths around and past the 256-key runs.
+// a 5-head group; lengths around and past one run (256 keys for the runs kernel, at least 128 for the
+// tensor-core one).
 TEST(GpuAttentionKvLen, DecodeKernelGroupedRows) {
   for (DType dt : {DType::F16, DType::BF16}) {
     check(dt, 2, 8, 2, 2, 64, 1100, {{2, 1100}, {300, 33}, {257, 512}}, 190);

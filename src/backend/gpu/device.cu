@@ -66,6 +66,20 @@ bool pdl_allowed(const void* kernel) {
 #endif
 }
 
+bool has_sm80_body(const void* kernel) {
+#if defined(WICK_GPU_HIP)
+  (void)kernel;
+  return false;
+#else
+  gpuFuncAttributes attr{};
+  if (gpuFuncGetAttributes(&attr, kernel) != gpuSuccess) {
+    (void)gpuGetLastError();
+    return false;
+  }
+  return attr.binaryVersion >= 80 && attr.ptxVersion >= 80;
+#endif
+}
+
 DeviceKind built_kind() {
 #if defined(WICK_GPU_HIP)
   return DeviceKind::Rocm;

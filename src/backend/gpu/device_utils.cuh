@@ -79,6 +79,11 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 // later (so kernel_entry() waits) and WICK_PDL is not 0 (WICK_PDL=0 turns it off, to compare).
 bool pdl_allowed(const void* kernel);
 
+// Whether the binary the runtime picked for the current device holds `kernel`'s sm_80+ code (a build
+// for older targets only would JIT a body compiled without it): the tensor-core kernels ask before
+// they take a launch. False on HIP builds.
+bool has_sm80_body(const void* kernel);
+
 // Blocks of `kernel` (launched with `block` threads and `smem` bytes of dynamic shared memory) that one
 // SM of device `ordinal` holds at once: the runtime's occupancy answer, kept per (device, kernel,
 // block, smem) since it never changes; 1 if the runtime cannot say. For grids of one resident wave.

@@ -919,9 +919,8 @@ template <class T> void (*mma_kernel(int d))(DecodeArgs) {
   return d == 64 ? decode_mma_kernel<T, 64> : decode_mma_kernel<T, 128>;
 }
 // Whether a launch may take the tensor-core kernel: the device is sm_80+ with the shared memory it
-// needs, and the binary the runtime picked for it holds the sm_80+ body (a build for older targets
-// only would JIT the empty one), as flash_attention_supported checks; asked once per kernel and
-// device. WICK_DECODE_MMA=0: never (the A/B knob).
+// needs, and the binary holds the kernel's sm_80+ body (has_sm80_body, as flash_attention_supported
+// asks); asked once per kernel and device. WICK_DECODE_MMA=0: never (the A/B knob).
 bool mma_ready(int ordinal, const void* kern, size_t smem) {
   static const bool off = tune::knob("WICK_DECODE_MMA") == "0";
   if (off) return false;
@@ -933,12 +932,7 @@ bool mma_ready(int ordinal, const void* kern, size_t smem) {
     if (it != known.end()) return it->second;
   }
   const gpuDeviceProp_t& prop = context(ordinal).prop;
-  bool ok = prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem;
-  if (ok) {
-    gpuFuncAttributes attr{};
-    ok = gpuFuncGetAttributes(&attr, kern) == gpuSuccess && attr.binaryVersion >= 80 && attr.ptxVersion >= 80;
-    if (!ok) (void)gpuGetLastError();
-  }
+  const bool ok = prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem && has_sm80_body(kern);
   if (ok) allow_smem(ordinal, kern, smem);
   const std::lock_guard<std::mutex> lock(mu);
   known[{ordinal, kern}] = ok;
@@ -1027,7 +1021,16 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       int block = kDecBlock;
       size_t smem = 0;
       bool mma = false;
-      int64_t groups = row_groups;  // blocks along x per run
+      // Runs sized on the device: as many as fill every SM once with the blocks it can hold (per_run
+      // blocks each), never shorter than min_run keys (run_of spreads the keys).
+      auto fill_runs = [&](int64_t per_run, int min_run) {
+        const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
+        const int64_t most = (int64_t(a.t_kv) + min_run - 1) / min_run;
+        const int fit = resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, smem);
+        d.splits = int(std::clamp<int64_t>(int64_t(sms) * fit / per_run, 1, most));
+        d.run = min_run;
+        d.dyn_runs = true;
+      };
 #if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
       // More than kStreamRows rows per KV head (the 1.1B shape's 8), d == dv in {64, 128}: the
       // tensor-core kernel at every length, one block per run for all the head's rows (H100: 1.1B F16
@@ -1044,29 +1047,14 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
 #endif
       if (mma) {
         block = kMmaWarps * 32;
-        constexpr int64_t min_run = tune::kAttnDecodeMmaMinRun;
-        const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
-        const int64_t per_run = int64_t(a.b) * d.h_kv;
-        const int64_t most = (int64_t(a.t_kv) + min_run - 1) / min_run;
-        const int fit = resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, smem);
-        d.splits = int(std::clamp<int64_t>(int64_t(sms) * fit / per_run, 1, most));
-        d.run = int(min_run);
-        d.dyn_runs = true;
-        groups = 1;
+        fill_runs(int64_t(a.b) * d.h_kv, tune::kAttnDecodeMmaMinRun);
       } else if (stream) {
         const bool ring = stream_ring(ordinal);
         kern = stream_rows == 1 ? stream_kernel<T, 1>(ring) : stream_kernel<T, kStreamGroup>(ring);
         block = kStreamBlock;
         smem = ring ? stream_ring_bytes(block) : 0;
         allow_smem(ordinal, reinterpret_cast<const void*>(kern), smem);
-        // As many runs as fill every SM once with the blocks it can hold (run_of spreads the keys).
-        const int sms = std::max(1, context(ordinal).prop.multiProcessorCount);
-        const int64_t per_run = int64_t(a.b) * d.h_kv * row_groups;
-        const int64_t most = (int64_t(a.t_kv) + kStreamMinRun - 1) / kStreamMinRun;
-        const int fit = resident_blocks(ordinal, reinterpret_cast<const void*>(kern), block, smem);
-        d.splits = int(std::clamp<int64_t>(int64_t(sms) * fit / per_run, 1, most));
-        d.run = kStreamMinRun;
-        d.dyn_runs = true;
+        fill_runs(int64_t(a.b) * d.h_kv * row_groups, kStreamMinRun);
       } else {
         d.splits = int((int64_t(a.t_kv) + kKeys - 1) / kKeys);
       }
@@ -1077,7 +1065,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       d.part_ml = static_cast<float*>(ml_buf.b.ptr);
       // At least one block per row, for the rows of a one-run context to spread over (the tensor-core
       // kernel: one block per run, every row).
-      const int64_t gx = mma ? int64_t(d.splits) : std::max<int64_t>(rows, d.splits * groups);
+      const int64_t gx = mma ? int64_t(d.splits) : std::max<int64_t>(rows, d.splits * row_groups);
       launch_kernel(kern, dim3(unsigned(gx), unsigned(d.h_kv), unsigned(a.b)), block, smem, ctx.stream, d);
       check_launch("attention(decode runs)");
       // One run per row (t_kv <= kKeys, or the streaming kernel's single run, which run_of sizes to

@@ -335,12 +335,7 @@ bool flash_attention_supported(DeviceContext& ctx, DType dt, const FlashOperand&
   if (size_t(ctx.prop.sharedMemPerBlockOptin) < bytes) return false;
   // The binary the runtime picked must hold the sm_80+ body (a build for older targets only
   // would JIT the empty one).
-  gpuFuncAttributes attr{};
-  if (gpuFuncGetAttributes(&attr, kernel_for(dt, a.d)) != gpuSuccess) {
-    (void)gpuGetLastError();
-    return false;
-  }
-  return attr.binaryVersion >= 80 && attr.ptxVersion >= 80;
+  return has_sm80_body(kernel_for(dt, a.d));
 }
 
 void flash_attention(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
