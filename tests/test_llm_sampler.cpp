@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "wick/error.hpp"
+#include "test_util.hpp"
 #include "wick/llm/sampler.hpp"
+#include "wick/tensor.hpp"
 
 using wick::llm::Sampler;
 using wick::llm::SamplingParams;
@@ -300,4 +302,16 @@ TEST(LlmSampler, PlusInfinityWins) {
     Sampler s(p);
     EXPECT_EQ(s.sample(l.data(), l.size(), {}), 1);
   }
+}
+
+// The tensor entry (top-k candidates from the tensor's device, the chain on the host) draws the
+// ids the whole-row entry draws; on the CPU here, on a GPU in tests/gpu/test_gpu.cpp.
+TEST(LlmSampler, TensorEntryDrawsTheWholeRowIds) {
+  wick::test::expect_sampler_paths_agree(wick::Device::cpu(), 3000);
+}
+
+TEST(LlmSampler, TensorEntryRefusesBadShapes) {
+  Sampler s(SamplingParams{});
+  EXPECT_THROW(s.sample(wick::Tensor::zeros({2, 5}, wick::DType::F32), {}), wick::Error);
+  EXPECT_THROW(s.sample(wick::Tensor::zeros({5}, wick::DType::F16), {}), wick::Error);
 }

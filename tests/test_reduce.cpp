@@ -1,4 +1,4 @@
-// Reductions, cumsum and arg_sort. Expected values come from tests/fixtures/reduce.json
+// Reductions, cumsum, arg_sort and top_k. Expected values come from tests/fixtures/reduce.json
 // (written by gen_reduce.py with NumPy) or from hand arithmetic in the test.
 #include <cmath>
 #include <cstdint>
@@ -119,6 +119,23 @@ TEST_P(ByDType, ArgSortStableMatchesReference) {
       SCOPED_TRACE(dt + (asc ? " ascending " : " descending ") + lname);
       EXPECT_TRUE(matches(t.arg_sort_last_dim(asc), c.at("want_idx")));
       auto [vals, idx] = t.sort_last_dim(asc);
+      EXPECT_TRUE(matches(idx, c.at("want_idx")));
+      EXPECT_TRUE(matches(vals, c.at("want_vals")));
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 4);
+}
+
+TEST_P(ByDType, TopKMatchesNumpy) {
+  const std::string dt = dtype_name(GetParam());
+  int n = 0;
+  for (const json& c : fixture().at("top_k")) {
+    if (c.at("dtype") != dt) continue;
+    const size_t k = c.at("k");
+    for (auto& [lname, t] : layouts(input_of(c))) {
+      SCOPED_TRACE(dt + " k=" + std::to_string(k) + " " + lname);
+      auto [vals, idx] = t.top_k_last_dim(k);
       EXPECT_TRUE(matches(idx, c.at("want_idx")));
       EXPECT_TRUE(matches(vals, c.at("want_vals")));
       ++n;
@@ -343,6 +360,161 @@ TEST(Sort, NaNOrder) {
   auto zi = Tensor::from_vector(zl, {100}).arg_sort_last_dim(true).to_vector<uint32_t>();  // radix path
   for (size_t j = 0; j < 33; ++j) EXPECT_EQ(zi[j], 3 * j + 2);
   for (size_t j = 33; j < 100; ++j) EXPECT_EQ(zi[j], j - 33 + (j - 33) / 2);  // 0,1,3,4,6,... in order
+}
+
+// ---- top_k: the first k of arg_sort descending
+
+namespace {
+
+std::vector<uint32_t> top_k_idx(const Tensor& t, size_t k) { return t.top_k_last_dim(k).second.to_vector<uint32_t>(); }
+
+}  // namespace
+
+TEST(TopK, TiesTakeTheLowerIndexFirst) {
+  Tensor t = Tensor::from_vector<float>({1, 3, 2, 3, 0, 3, 2}, {7});
+  EXPECT_EQ(top_k_idx(t, 1), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(top_k_idx(t, 2), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(top_k_idx(t, 5), (std::vector<uint32_t>{1, 3, 5, 2, 6}));
+  auto [vals, idx] = t.top_k_last_dim(4);
+  EXPECT_EQ(vals.to_vector<float>(), (std::vector<float>{3, 3, 3, 2}));
+  EXPECT_EQ(vals.shape(), (Shape{4}));
+  EXPECT_EQ(idx.dtype(), DType::U32);
+}
+
+TEST(TopK, NaNComesFirst) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor t = Tensor::from_vector<float>({2, nan, -1, nan, INFINITY, -INFINITY}, {6});
+  EXPECT_EQ(top_k_idx(t, 3), (std::vector<uint32_t>{1, 3, 4}));
+  auto v = t.top_k_last_dim(4).first.to_vector<float>();
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_TRUE(std::isnan(v[1]));
+  EXPECT_EQ(v[2], INFINITY);
+  EXPECT_EQ(v[3], 2.0f);
+}
+
+TEST(TopK, NegativeZeroTiesZero) {
+  Tensor t = Tensor::from_vector<float>({-1.0f, -0.0f, 0.0f, -0.0f, -2.0f}, {5});
+  EXPECT_EQ(top_k_idx(t, 3), (std::vector<uint32_t>{1, 2, 3}));
+  auto v = t.top_k_last_dim(3).first.to_vector<float>();
+  EXPECT_TRUE(std::signbit(v[0]));  // the values are the input's own, sign included
+  EXPECT_FALSE(std::signbit(v[1]));
+}
+
+TEST(TopK, KEqualsNIsArgSortDescending) {
+  // Hand order of the descending stable sort: 5 (2x, by index), 4, 1 (2x), 0, -3.
+  Tensor t = Tensor::from_vector<int32_t>({1, 5, -3, 5, 0, 4, 1}, {7});
+  const std::vector<uint32_t> want{1, 3, 5, 0, 6, 4, 2};
+  EXPECT_EQ(top_k_idx(t, 7), want);
+  EXPECT_EQ(t.arg_sort_last_dim(false).to_vector<uint32_t>(), want);
+  EXPECT_EQ(t.top_k_last_dim(7).first.to_vector<int32_t>(), (std::vector<int32_t>{5, 5, 4, 1, 1, 0, -3}));
+}
+
+TEST(TopK, KOneIsArgmax) {
+  Tensor t = Tensor::randn({9, 40}, DType::F32, Device::cpu(), 3).affine(3, 0).round();  // ties, no NaN
+  auto [vals, idx] = t.top_k_last_dim(1);
+  EXPECT_EQ(idx.shape(), (Shape{9, 1}));
+  EXPECT_EQ(idx.to_vector<uint32_t>(), t.argmax(-1).to_vector<uint32_t>());
+  EXPECT_EQ(vals.to_vector<float>(), t.max({-1}).to_vector<float>());
+}
+
+TEST(TopK, StridedInput) {
+  // m is (3, 4) stored transposed: rows of t are m's columns.
+  Tensor m = Tensor::from_vector<float>({4, 1, 7, 0, 9, 3, 2, 5, 6, 8, 6, 1}, {3, 4});
+  Tensor t = m.t();  // (4, 3): {4,9,6}, {1,3,8}, {7,2,6}, {0,5,1}
+  ASSERT_FALSE(t.is_contiguous());
+  auto [vals, idx] = t.top_k_last_dim(2);
+  EXPECT_EQ(idx.shape(), (Shape{4, 2}));
+  EXPECT_EQ(idx.to_vector<uint32_t>(), (std::vector<uint32_t>{1, 2, 2, 1, 0, 2, 1, 2}));
+  EXPECT_EQ(vals.to_vector<float>(), (std::vector<float>{9, 6, 8, 3, 7, 6, 5, 1}));
+  // A column slice with an offset: rows {1,7}, {3,2}, {8,6} of m's columns 1..2.
+  auto [v2, i2] = m.narrow(1, 1, 2).top_k_last_dim(1);
+  EXPECT_EQ(i2.to_vector<uint32_t>(), (std::vector<uint32_t>{1, 0, 0}));
+  EXPECT_EQ(v2.to_vector<float>(), (std::vector<float>{7, 3, 8}));
+}
+
+TEST(TopK, HalfAndIntegerDTypes) {
+  Tensor f = Tensor::from_vector<float>({0.5f, -1.5f, 2.0f, 0.5f, 3.0f}, {5});
+  for (DType d : {DType::F16, DType::BF16}) {
+    auto [vals, idx] = f.to_dtype(d).top_k_last_dim(3);
+    EXPECT_EQ(vals.dtype(), d);
+    EXPECT_EQ(idx.to_vector<uint32_t>(), (std::vector<uint32_t>{4, 2, 0}));
+    EXPECT_EQ(vals.to_dtype(DType::F32).to_vector<float>(), (std::vector<float>{3, 2, 0.5f}));
+  }
+  Tensor i = Tensor::from_vector<int64_t>({INT64_MIN, -1, INT64_MAX, 0, INT64_MAX}, {5});
+  auto [iv, ii] = i.top_k_last_dim(4);
+  EXPECT_EQ(ii.to_vector<uint32_t>(), (std::vector<uint32_t>{2, 4, 3, 1}));
+  EXPECT_EQ(iv.to_vector<int64_t>(), (std::vector<int64_t>{INT64_MAX, INT64_MAX, 0, -1}));
+  Tensor u = Tensor::from_vector<uint8_t>({7, 255, 0, 128, 255}, {5});  // unsigned: 255 is the largest
+  auto [uv, ui] = u.top_k_last_dim(3);
+  EXPECT_EQ(ui.to_vector<uint32_t>(), (std::vector<uint32_t>{1, 4, 3}));
+  EXPECT_EQ(uv.to_vector<uint8_t>(), (std::vector<uint8_t>{255, 255, 128}));
+}
+
+TEST(TopK, MultiDim) {
+  // (2, 3, 4): row r holds (r * 5) % 7 + {0, 3, 1, 3} -> top 2 at indices 1, 3 in every row.
+  std::vector<float> v;
+  for (int r = 0; r < 6; ++r)
+    for (float d : {0.0f, 3.0f, 1.0f, 3.0f}) v.push_back(float((r * 5) % 7) + d);
+  Tensor t = Tensor::from_vector(v, {2, 3, 4});
+  auto [vals, idx] = t.top_k_last_dim(2);
+  EXPECT_EQ(idx.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(vals.shape(), (Shape{2, 3, 2}));
+  auto iv = idx.to_vector<uint32_t>();
+  auto vv = vals.to_vector<float>();
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(iv[2 * r], 1u);
+    EXPECT_EQ(iv[2 * r + 1], 3u);
+    EXPECT_EQ(vv[2 * r], float((r * 5) % 7 + 3));
+  }
+  // A permuted (non-contiguous) view of the same logical tensor gives the same answer.
+  Tensor p = t.permute({2, 0, 1}).contiguous().permute({1, 2, 0});
+  EXPECT_EQ(p.top_k_last_dim(2).second.to_vector<uint32_t>(), iv);
+  EXPECT_EQ(Tensor::zeros({0, 5}, DType::F32).top_k_last_dim(3).first.shape(), (Shape{0, 3}));
+}
+
+TEST(TopK, LongRowsBothPaths) {
+  // Rows of 5000 keys in {0..9}: the descending order is every 9 by index, then every 8, ...
+  // k = 40 takes the heap path, k = 3000 the nth_element path, k = 5000 the whole row.
+  const size_t n = 5000;
+  std::vector<int32_t> v(2 * n);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t((i * 7919) % 10);
+  Tensor t = Tensor::from_vector(v, {2, n});
+  for (size_t k : {size_t(40), size_t(3000), n}) {
+    auto idx = top_k_idx(t, k);
+    ASSERT_EQ(idx.size(), 2 * k);
+    for (size_t r = 0; r < 2; ++r) {
+      std::vector<uint32_t> want;
+      for (int32_t key = 9; key >= 0 && want.size() < k; --key)
+        for (size_t j = 0; j < n && want.size() < k; ++j)
+          if (v[r * n + j] == key) want.push_back(uint32_t(j));
+      EXPECT_EQ(std::vector<uint32_t>(idx.begin() + int64_t(r * k), idx.begin() + int64_t((r + 1) * k)), want)
+          << "k=" << k << " row " << r;
+    }
+  }
+}
+
+TEST(TopK, BadKThrowsNamingTheOp) {
+  Tensor t = Tensor::zeros({2, 3}, DType::F32);
+  for (size_t k : {size_t(0), size_t(4)}) {
+    try {
+      t.top_k_last_dim(k);
+      ADD_FAILURE() << "k=" << k << " did not throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Argument);
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("top_k_last_dim"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("[1, 3]"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
+    }
+  }
+  try {
+    Tensor::full({}, 1, DType::F32).top_k_last_dim(1);
+    ADD_FAILURE() << "rank 0 did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Argument);
+    EXPECT_NE(std::string(e.what()).find("top_k_last_dim"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Tensor().top_k_last_dim(1), Error);
 }
 
 TEST(Cumsum, LargeAlongEveryDim) {

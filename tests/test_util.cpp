@@ -1,9 +1,13 @@
 #include "test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+
+#include "wick/llm/sampler.hpp"
 
 namespace wick::test {
 
@@ -125,6 +129,47 @@ std::vector<uint8_t> from_hex(const std::string& h) {
   std::vector<uint8_t> out(h.size() / 2);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
   return out;
+}
+
+void expect_sampler_paths_agree(Device d, size_t n_vocab) {
+  using llm::SamplingParams;
+  std::vector<SamplingParams> settings(6);
+  settings[1].repeat_penalty = 1.3;
+  settings[2].repeat_penalty = 0.7;
+  settings[2].top_k = 5;
+  settings[3].temperature = 0.0;
+  settings[3].repeat_penalty = 1.5;
+  settings[4].top_p = 1.0;
+  settings[4].min_p = 0.0;
+  settings[4].top_k = 64;
+  settings[5].temperature = 1.5;
+  settings[5].top_k = 1000;
+  settings[5].min_p = 0.0;
+  const size_t rows = 6;
+  // Rounded to 1/8: many ties. Row 4 has two +inf entries, row 5 a NaN.
+  Tensor x = Tensor::randn({rows, n_vocab}, DType::F32, Device::cpu(), 11).affine(4, 0).round().affine(0.125, 0);
+  std::vector<float> h = x.to_vector<float>();
+  // Id 10 (in the history) just outside the top few of rows 0-3, and first once a penalty < 1 raises it.
+  for (size_t r = 0; r < 4; ++r)
+    h[r * n_vocab + 10] = 0.72f * *std::max_element(h.begin() + std::ptrdiff_t(r * n_vocab),
+                                                     h.begin() + std::ptrdiff_t((r + 1) * n_vocab));
+  h[4 * n_vocab + 7] = h[4 * n_vocab + n_vocab / 2] = std::numeric_limits<float>::infinity();
+  h[5 * n_vocab + 3] = std::nanf("");
+  const Tensor all = Tensor::from_data(h.data(), {rows, n_vocab}, DType::F32, d);
+  for (size_t si = 0; si < settings.size(); ++si)
+    for (uint64_t seed : {uint64_t(1), uint64_t(77)}) {
+      SamplingParams p = settings[si];
+      p.seed = seed;
+      llm::Sampler host(p), dev(p);
+      std::vector<int32_t> history = {3, int32_t(n_vocab) - 1, 3, 10, 42};
+      for (size_t step = 0; step < 3 * rows; ++step) {
+        const size_t r = step % rows;
+        const int32_t want = host.sample(h.data() + r * n_vocab, n_vocab, history);
+        const int32_t got = dev.sample(all.narrow(0, int64_t(r), 1), history);
+        ASSERT_EQ(got, want) << "setting " << si << " seed " << seed << " step " << step << " row " << r;
+        history.push_back(want);
+      }
+    }
 }
 
 }  // namespace wick::test

@@ -29,6 +29,12 @@ double rtol_for(DType d);
 Tensor as_transposed(const Tensor& t);  // last two dims stored transposed (rank >= 2)
 Tensor as_offset(const Tensor& t);      // a narrow() view into a larger storage, nonzero offset
 
+// llm::Sampler::sample over a logits tensor on `d` (top-k on the device, candidates to the host)
+// against sample() over the whole row on the host: the same ids, draw after draw, for rows of n_vocab
+// random logits with ties, one +inf row and one NaN row, under several settings (penalties
+// above and below 1, greedy, top-k alone, the defaults) and seeds.
+void expect_sampler_paths_agree(Device d, size_t n_vocab);
+
 // A path for `file` in a fresh directory of the running test (under GoogleTest's temp dir).
 std::string tmp_path(const std::string& file);
 // Whole-file byte I/O for hand-made files.

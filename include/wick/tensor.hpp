@@ -203,6 +203,7 @@ class Tensor {
   Tensor cumsum(int64_t dim) const;
   Tensor arg_sort_last_dim(bool ascending = true) const;  // u32
   std::pair<Tensor, Tensor> sort_last_dim(bool ascending = true) const;  // values, u32 indices
+  std::pair<Tensor, Tensor> top_k_last_dim(size_t k) const;  // the k largest along the last dim: values, u32 indices
 
   // ---- indexing (src/core/tensor_index.cpp). ids: u8 u32 i16 i32 i64; out of range is Error(Index).
   Tensor index_select(const Tensor& ids, int64_t dim) const;

@@ -164,6 +164,8 @@ class Storage {
   virtual StoragePtr reduce(ReduceOp op, const Layout& l, const std::vector<size_t>& dims) const = 0;
   virtual StoragePtr cumsum(const Layout& l, size_t dim) const = 0;
   virtual StoragePtr arg_sort(const Layout& l, bool ascending) const = 0;  // along the last dim, u32
+  // along the last dim: the u32 indices (rows x k, contiguous) of the k largest, in arg_sort descending's order
+  virtual StoragePtr top_k(const Layout& l, size_t k) const = 0;
 
   // ---- indexing. ids may be u8 u32 i16 i32 i64; an out-of-range id throws Error(Index).
   // index_select: out = l with dim replaced by ids.numel(); ids is 1-D.

@@ -1,4 +1,4 @@
-// Tensor reductions, scans and sorts. sum/min/max/arg* and cumsum/arg_sort go straight to the
+// Tensor reductions, scans and sorts. sum/min/max/arg* and cumsum/arg_sort/top_k go straight to the
 // backend; mean, var, log_sum_exp and norm are composites of backend entries, so every backend
 // has them once it has the primitives.
 #include <cmath>
@@ -142,6 +142,21 @@ Tensor Tensor::cumsum(int64_t dim) const {
 Tensor Tensor::arg_sort_last_dim(bool ascending) const {
   check_defined(*this, "arg_sort_last_dim");
   return wrap(storage_->arg_sort(layout_, ascending), shape(), DType::U32, device_);
+}
+
+// The indices come from the backend (O(n log k) per row, not a full sort); the values are a
+// gather of them, so they stay on the device.
+std::pair<Tensor, Tensor> Tensor::top_k_last_dim(size_t k) const {
+  check_defined(*this, "top_k_last_dim");
+  const size_t n = rank() ? shape().back() : 0;
+  if (rank() == 0 || k < 1 || k > n)
+    throw Error(ErrorKind::Argument, "top_k_last_dim: k = " + std::to_string(k) + " for " + describe(*this) +
+                                         (rank() == 0 ? "; a scalar has no last dim, reshape it to {1} first"
+                                                      : "; k must be in [1, " + std::to_string(n) + "]"));
+  Shape out_shape = shape();
+  out_shape.back() = k;
+  Tensor idx = wrap(storage_->top_k(layout_, k), out_shape, DType::U32, device_);
+  return {gather(idx, -1), idx};
 }
 
 // Values are gathered here from the indices on the host: this keeps sort independent of

@@ -1,4 +1,5 @@
-// Generation: one prefill forward over the prompt, then one forward per token, sampling on the host.
+// Generation: one prefill forward over the prompt, then one forward per token. The sampler's chain
+// runs on the host; from a GPU only the top-k candidates of each row of logits are copied.
 #include "wick/llm/generate.hpp"
 
 #include <algorithm>
@@ -62,12 +63,12 @@ class StopMatcher {
   bool stopped_ = false;
 };
 
-std::vector<float> logits_row(const Tensor& logits, size_t n_vocab) {
+Tensor logits_row(const Tensor& logits, size_t n_vocab) {
   if (logits.rank() != 2 || logits.dim(0) != 1 || logits.dim(1) != n_vocab || logits.dtype() != DType::F32)
     throw Error(ErrorKind::Internal, "generate: the model returned logits of shape " + shape_str(logits.shape()) + " " +
                                          dtype_name(logits.dtype()) + ", expected (1, " + std::to_string(n_vocab) +
                                          ") f32");
-  return logits.to_vector<float>();  // the one host copy per token: sampling runs on the host
+  return logits;
 }
 
 }  // namespace
@@ -93,7 +94,7 @@ GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::
   st.cache_bytes = cache.bytes();
 
   auto t0 = Clock::now();
-  std::vector<float> row = logits_row(m.forward(prompt_ids, cache, false), n_vocab);
+  Tensor row = logits_row(m.forward(prompt_ids, cache, false), n_vocab);
   synchronize(m.device());
   st.prompt_seconds = since(t0);
 
@@ -101,7 +102,7 @@ GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::
   bool flush = true;  // whether held-back text is passed on at the end
   if (o.max_new_tokens == 0) st.stop_reason = "max_tokens";
   while (st.stop_reason.empty()) {
-    const int32_t id = sampler.sample(row.data(), row.size(), history);
+    const int32_t id = sampler.sample(row, history);
     history.push_back(id);
     if (out_ids) out_ids->push_back(id);
     ++st.generated_tokens;

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
 #include "wick/error.hpp"
+#include "wick/tensor.hpp"
 
 namespace wick::llm {
 
@@ -54,23 +56,89 @@ int32_t Sampler::sample(const float* logits, size_t n_vocab, const std::vector<i
   if (n_vocab > size_t(std::numeric_limits<int32_t>::max()))
     throw Error(ErrorKind::Argument,
                 "Sampler::sample: n_vocab = " + std::to_string(n_vocab) + " does not fit a 32-bit token id");
-  const float neg_inf = -std::numeric_limits<float>::infinity();
   logits_.assign(logits, logits + n_vocab);
+  map_.clear();
+  return draw(n_vocab, n_vocab, history);
+}
+
+int32_t Sampler::sample(const Tensor& logits, const std::vector<int32_t>& history) {
+  if (logits.dtype() != DType::F32 || logits.rank() < 1 || logits.rank() > 2 || logits.numel() == 0 ||
+      logits.numel() != logits.shape().back())
+    throw Error(ErrorKind::Argument, "Sampler::sample: logits of shape " + shape_str(logits.shape()) + " " +
+                                         dtype_name(logits.dtype()) + "; pass one row, (n_vocab) or (1, n_vocab) f32");
+  const size_t n_vocab = logits.shape().back();
+  const size_t want = p_.temperature <= 0 ? 1 : p_.top_k;
+  auto whole_row = [&] {
+    const std::vector<float> row = logits.to_vector<float>();
+    return sample(row.data(), n_vocab, history);
+  };
+  // WICK_SAMPLE_ON_HOST=1 copies the whole row as before, to compare (docs/gpu.md).
+  static const bool on_host = [] {
+    const char* e = std::getenv("WICK_SAMPLE_ON_HOST");
+    return e && std::string(e) == "1";
+  }();
+  if (on_host || want == 0 || n_vocab > size_t(std::numeric_limits<int32_t>::max())) return whole_row();
+  // The penalty moves the logits of the history's ids, so the set is the top (k + their count)
+  // before it: a penalty > 1 only lowers them, so every id of the top k after the penalty is in it;
+  // one < 1 raises them, so those ids join the set too.
+  std::vector<int32_t> pen = penalized(history, n_vocab);
+  const size_t kk = std::min(want + pen.size(), n_vocab);
+  const Tensor flat = logits.reshape({n_vocab});
+  auto top = flat.top_k_last_dim(kk);
+  std::vector<float> vals = top.first.to_vector<float>();
+  const std::vector<uint32_t> ids = top.second.to_vector<uint32_t>();
+  // A NaN sorts first on the device but counts as -inf here: then the top k is another set.
+  for (float v : vals)
+    if (std::isnan(v)) return whole_row();
+  std::vector<std::pair<int32_t, float>> cand(kk);
+  for (size_t i = 0; i < kk; ++i) cand[i] = {int32_t(ids[i]), vals[i]};
+  if (!pen.empty() && p_.repeat_penalty < 1.0) {
+    const Tensor pid = Tensor::from_data(pen.data(), {pen.size()}, DType::I32, logits.device());
+    const std::vector<float> pv = flat.index_select(pid, 0).to_vector<float>();
+    for (size_t i = 0; i < pen.size(); ++i) cand.emplace_back(pen[i], pv[i]);
+  }
+  std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  cand.erase(std::unique(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+             cand.end());
+  logits_.resize(cand.size());
+  map_.resize(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) {
+    map_[i] = cand[i].first;
+    logits_[i] = cand[i].second;
+  }
+  return draw(cand.size(), n_vocab, history);
+}
+
+std::vector<int32_t> Sampler::penalized(const std::vector<int32_t>& history, size_t n_vocab) const {
+  std::vector<int32_t> ids;
+  if (p_.repeat_penalty == 1.0 || p_.repeat_last_n == 0 || history.empty()) return ids;
+  const size_t n = std::min(p_.repeat_last_n, history.size());
+  for (auto it = history.end() - std::ptrdiff_t(n); it != history.end(); ++it)
+    if (*it >= 0 && size_t(*it) < n_vocab) ids.push_back(*it);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// n_vocab here counts the entries of logits_ (all of the vocabulary, n_all, or a candidate set).
+int32_t Sampler::draw(size_t n_vocab, size_t n_all, const std::vector<int32_t>& history) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
   for (float& l : logits_)
     if (std::isnan(l)) l = neg_inf;
+  auto global = [&](size_t i) { return map_.empty() ? int32_t(i) : map_[i]; };
 
   // Repetition penalty, once per distinct id among the last repeat_last_n of the history.
-  if (p_.repeat_penalty != 1.0 && p_.repeat_last_n > 0 && !history.empty()) {
-    const size_t n = std::min(p_.repeat_last_n, history.size());
-    ids_.assign(history.end() - std::ptrdiff_t(n), history.end());
-    std::sort(ids_.begin(), ids_.end());
-    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
-    const float pen = float(p_.repeat_penalty);
-    for (int32_t id : ids_) {
-      if (id < 0 || size_t(id) >= n_vocab) continue;
-      float& l = logits_[size_t(id)];
-      l = l <= 0 ? l * pen : l / pen;
+  const float pen = float(p_.repeat_penalty);
+  for (int32_t id : penalized(history, n_all)) {
+    size_t i = size_t(id);
+    if (!map_.empty()) {
+      const auto it = std::lower_bound(map_.begin(), map_.end(), id);
+      if (it == map_.end() || *it != id) continue;
+      i = size_t(it - map_.begin());
     }
+    if (i >= n_vocab) continue;
+    float& l = logits_[i];
+    l = l <= 0 ? l * pen : l / pen;
   }
 
   // The largest logit, the lowest id among equals.
@@ -78,9 +146,9 @@ int32_t Sampler::sample(const float* logits, size_t n_vocab, const std::vector<i
   for (size_t i = 1; i < n_vocab; ++i)
     if (logits_[i] > logits_[best]) best = i;
   if (logits_[best] == neg_inf)
-    throw Error(ErrorKind::Argument, "Sampler::sample: all " + std::to_string(n_vocab) +
+    throw Error(ErrorKind::Argument, "Sampler::sample: all " + std::to_string(n_all) +
                                          " logits are -inf or NaN; the model's output is broken");
-  if (p_.temperature <= 0) return int32_t(best);
+  if (p_.temperature <= 0) return global(best);
   if (logits_[best] == std::numeric_limits<float>::infinity()) {
     // Only the +inf entries have any probability; among them, keep the draw uniform.
     const float pos_inf = std::numeric_limits<float>::infinity();
@@ -191,9 +259,9 @@ int32_t Sampler::sample(const float* logits, size_t n_vocab, const std::vector<i
     if (probs_[i] <= 0) continue;
     cum += probs_[i];
     last = i;
-    if (u < cum) return ids_[i];
+    if (u < cum) return global(size_t(ids_[i]));
   }
-  return ids_[last];
+  return global(size_t(ids_[last]));
 }
 
 }  // namespace wick::llm

@@ -124,6 +124,39 @@ TEST(GpuSort, LongRowsMatchTheCpu) {
   }
 }
 
+// top_k: the radix-select kernel (k <= 1024) and the whole sort (larger k) against the CPU, on
+// rows of logit-like values (clustered top bytes), rows with many ties (ties cross the k-th place),
+// a NaN, halves, a strided view and many rows.
+TEST(GpuSort, TopKMatchesTheCpu) {
+  auto check = [](const Tensor& x, size_t k, const std::string& what) {
+    auto c = x.top_k_last_dim(k);
+    auto g = x.to_device(gpu()).top_k_last_dim(k);
+    EXPECT_EQ(g.second.to_vector<uint32_t>(), c.second.to_vector<uint32_t>()) << what << " k " << k;
+    EXPECT_TRUE(test::all_close(g.first.to_device(Device::cpu()), test::values(c.first), 0, 0)) << what << " k " << k;
+  };
+  for (size_t n : {size_t(1), size_t(100), size_t(32000), size_t(152064)}) {
+    Tensor logits = Tensor::randn({2, n}, DType::F32, Device::cpu(), 7).affine(3, 1);
+    Tensor ties = Tensor::randn({2, n}, DType::F32, Device::cpu(), 8).affine(2, 0).round();
+    for (size_t k : {size_t(1), size_t(40), size_t(1024), size_t(1500)}) {
+      if (k > n) continue;
+      check(logits, k, "logits " + std::to_string(n));
+      check(ties, k, "ties " + std::to_string(n));
+      check(ties.to_dtype(DType::F16), k, "f16 ties " + std::to_string(n));
+    }
+  }
+  Tensor x = Tensor::randn({5, 300}, DType::F32, Device::cpu(), 9).affine(2, 0).round();
+  std::vector<float> h = x.to_vector<float>();
+  h[2 * 300 + 17] = std::nanf("");
+  x = Tensor::from_data(h.data(), {5, 300}, DType::F32);
+  check(x, 7, "nan row");
+  check(x.t(), 3, "transposed");
+  check(Tensor::randn({700, 50}, DType::BF16, Device::cpu(), 10), 9, "many rows");
+  check(Tensor::arange(0, 4096, 1, DType::I64), 100, "i64");
+}
+
+// The sampler's tensor entry on a GPU row: the ids of the whole-row host chain (test_util.cpp).
+TEST(GpuSampler, TopKCandidatesDrawTheHostIds) { test::expect_sampler_paths_agree(gpu(), 32000); }
+
 TEST(GpuReduce, ArgOpsOverAnyDimMatchTheCpu) {
   Tensor x = Tensor::randn({37, 129, 5}, DType::F32, Device::cpu(), 9).affine(4, 0).round();
   Tensor g = x.to_device(gpu());

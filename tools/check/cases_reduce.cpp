@@ -1,5 +1,5 @@
 // Cases: sum/min/max/argmin/argmax over one dim, several dims and all; mean, var, log_sum_exp,
-// norm, cumsum, arg_sort and sort. Min/max-like reductions keep the Empty layout's zero-size dim
+// norm, cumsum, arg_sort, sort and top_k. Min/max-like reductions keep the Empty layout's zero-size dim
 // out of the reduced dims (reducing an empty dim has no min); sums reduce over it too.
 #include <algorithm>
 #include <cmath>
@@ -86,6 +86,13 @@ void add_reduce_cases(std::vector<Case>& out) {
       return {v, i};
     });
   }
+  // Integer and half inputs have ties, so the order of equal keys is checked too. k = 4 takes the
+  // CPU's heap path, k = 20 its nth_element path, k = 33 the whole row.
+  for (size_t k : {size_t(1), size_t(4), size_t(20), size_t(33)})
+    add(out, "top_k", "k=" + std::to_string(k), kAll, [k](Inputs& in) -> std::vector<Tensor> {
+      auto [v, i] = in.x({in.n(17), 33}, 215).top_k_last_dim(k);
+      return {v, i};
+    });
 }
 
 }  // namespace wick::check

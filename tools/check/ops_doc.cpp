@@ -67,6 +67,10 @@ std::vector<OpRow> backend_op_rows() {
   std::vector<OpRow> rest = {
       {"scan/sort", "cumsum (any dim)", "all", {"cumsum"}},
       {"scan/sort", "arg_sort (last dim, asc/desc, stable, any length) -> u32", "all", {"arg_sort"}},
+      {"scan/sort",
+       "top_k (last dim, the k largest in arg_sort desc order; values by gather) -> values, u32",
+       "all",
+       {"top_k"}},
       {"indexing",
        "index_select, gather, scatter, scatter_add, index_add (ids u8/u32/i16/i32/i64)",
        "all",

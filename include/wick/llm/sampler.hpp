@@ -1,10 +1,15 @@
 #pragma once
-// Choosing the next token from a row of logits, on the host. The chain is llama.cpp's default
+// Choosing the next token from a row of logits. The chain is llama.cpp's default
 // (common/sampling.cpp): repetition penalty, top-k, top-p, min-p, temperature, then a seeded
-// draw. The same logits, history and seed give the same ids on every device and platform.
+// draw, on the host. The same logits, history and seed give the same ids on every device and
+// platform; from a tensor on a GPU only the top-k candidates are copied to the host.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+namespace wick {
+class Tensor;
+}
 
 namespace wick::llm {
 
@@ -26,12 +31,23 @@ class Sampler {
   // for the repetition penalty; ids outside [0, n_vocab) are ignored. Each non-greedy call draws one
   // random number. Error(Argument) when every logit is -inf or NaN.
   int32_t sample(const float* logits, size_t n_vocab, const std::vector<int32_t>& history);
+  // The same id as sample() over the row's values, for a (n_vocab) or (1, n_vocab) f32 tensor on
+  // any device: with top-k on (or greedy), the k best ids (plus the penalized ones) are found on the
+  // tensor's device (Tensor::top_k_last_dim) and only they are copied to the host.
+  int32_t sample(const Tensor& logits, const std::vector<int32_t>& history);
 
   const SamplingParams& params() const { return p_; }
   void reseed(uint64_t seed);  // restart the random sequence as if constructed with this seed
 
  private:
   double next_uniform();  // [0, 1), 53 bits from splitmix64
+  // The chain over logits_[0, n): entry i is id map_[i] (map_ ascending; empty: id i), a set that
+  // holds every id that can be among the top k after the penalty, of a vocabulary of n_all.
+  // Returns the drawn id.
+  int32_t draw(size_t n, size_t n_all, const std::vector<int32_t>& history);
+  // The distinct ids in [0, n_vocab) among the history's last repeat_last_n, ascending; none when
+  // the penalty is off.
+  std::vector<int32_t> penalized(const std::vector<int32_t>& history, size_t n_vocab) const;
 
   SamplingParams p_;
   uint64_t state_;
@@ -39,6 +55,7 @@ class Sampler {
   std::vector<float> logits_;
   std::vector<int32_t> ids_;
   std::vector<double> probs_;
+  std::vector<int32_t> map_;
 };
 
 }  // namespace wick::llm

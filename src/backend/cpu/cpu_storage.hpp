@@ -48,6 +48,7 @@ class CpuStorage final : public Storage {
   StoragePtr reduce(ReduceOp op, const Layout& l, const std::vector<size_t>& dims) const override;
   StoragePtr cumsum(const Layout& l, size_t dim) const override;
   StoragePtr arg_sort(const Layout& l, bool ascending) const override;
+  StoragePtr top_k(const Layout& l, size_t k) const override;
 
   // indexing.cpp
   StoragePtr index_select(const Storage& ids, const Layout& l, const Layout& ids_l, size_t dim) const override;

@@ -1,4 +1,5 @@
-// cumsum along any dim and the stable last-dim arg_sort, for any layout, on all cores.
+// cumsum along any dim, the stable last-dim arg_sort and the last-dim top_k, for any layout, on
+// all cores.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -66,6 +67,26 @@ template <class K> void radix_sort(std::vector<std::pair<K, uint32_t>>& a, std::
     for (size_t j = 0; j < n; ++j) tmp[count[(a[j].first >> shift) & 0xff]++] = a[j];
     a.swap(tmp);
   }
+}
+
+// The rows of a last-dim op on any layout: the last dim's length n and stride s, and a plan over
+// the leading dims whose runs give each row's start.
+struct LastDimRows {
+  size_t n;
+  int64_t s;
+  StridedPlan<1> lead;
+};
+
+LastDimRows last_dim_rows(const Layout& l, const char* op) {
+  const size_t n = l.rank() ? l.shape.back() : 1;
+  if (n > size_t(UINT32_MAX))
+    throw Error(ErrorKind::Unsupported, std::string(op) + ": a last dim of " + std::to_string(n) +
+                                            " elements does not fit the u32 indices; split the rows");
+  const size_t lead_rank = l.rank() ? l.rank() - 1 : 0;
+  const Shape lead_shape(l.shape.begin(), l.shape.begin() + int64_t(lead_rank));
+  const Layout ll(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.begin() + int64_t(lead_rank)),
+                  l.offset);
+  return {n, l.rank() ? l.strides.back() : 1, plan_strided<1>(lead_shape, {&ll})};
 }
 
 }  // namespace
@@ -153,15 +174,10 @@ StoragePtr CpuStorage::arg_sort(const Layout& l, bool ascending) const {
   const size_t n_el = l.numel();
   auto out = new_storage(n_el, DType::U32);
   if (n_el == 0) return out;
-  const size_t n = l.rank() ? l.shape.back() : 1;
-  if (n > size_t(UINT32_MAX))
-    throw Error(ErrorKind::Unsupported, "arg_sort: a last dim of " + std::to_string(n) +
-                                            " elements does not fit the u32 indices; split the rows");
-  const int64_t s = l.rank() ? l.strides.back() : 1;
-  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
-  const Layout ll(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
-                  l.offset);
-  const auto lp = plan_strided<1>(lead_shape, {&ll});
+  const LastDimRows rows = last_dim_rows(l, "arg_sort");
+  const size_t n = rows.n;
+  const int64_t s = rows.s;
+  const auto& lp = rows.lead;
   uint32_t* o_ptr = out->ptr<uint32_t>();
 
   dispatch_dtype(dtype_, [&](auto tag) {
@@ -183,6 +199,47 @@ StoragePtr CpuStorage::arg_sort(const Layout& l, bool ascending) const {
             radix_sort(buf, tmp);
           uint32_t* orow = o_ptr + (r0 + r) * n;
           for (size_t j = 0; j < n; ++j) orow[j] = buf[j].second;
+        }
+      });
+    }, std::max<size_t>(1, kParallelGrain / n));
+  });
+  return out;
+}
+
+// The first k of arg_sort descending: the same inverted keys, and (key, index) pairs compared
+// whole, so that equal keys keep the lower index first as the stable sort does. A heap of k
+// (partial_sort) when k is small, where most keys fail one compare against its top; otherwise
+// nth_element then a sort of the k.
+StoragePtr CpuStorage::top_k(const Layout& l, size_t k) const {
+  const LastDimRows rows = last_dim_rows(l, "top_k");
+  const size_t n = rows.n;
+  const int64_t s = rows.s;
+  const auto& lp = rows.lead;
+  if (k > n)  // the core checks k; this guards direct backend calls
+    throw Error(ErrorKind::Internal, "top_k: k = " + std::to_string(k) + " > the last dim " + std::to_string(n));
+  auto out = new_storage(lp.numel * k, DType::U32);
+  if (lp.numel * k == 0) return out;
+  uint32_t* o_ptr = out->ptr<uint32_t>();
+
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    using K = sort_key_t<T>;
+    const T* in = ptr<T>();
+    parallel_for(lp.numel, [&](size_t b, size_t e) {
+      std::vector<std::pair<K, uint32_t>> buf(n);
+      for_each_run<1>(lp, b, e, [&](size_t r0, size_t len, const auto& offs, const auto& inner) {
+        for (size_t r = 0; r < len; ++r) {
+          const T* row = in + offs[0] + int64_t(r) * inner[0];
+          for (size_t j = 0; j < n; ++j) buf[j] = {K(~sort_key(row[int64_t(j) * s])), uint32_t(j)};
+          const auto mid = buf.begin() + int64_t(k);
+          if (k * 8 <= n) {
+            std::partial_sort(buf.begin(), mid, buf.end());
+          } else {
+            if (k < n) std::nth_element(buf.begin(), mid - 1, buf.end());
+            std::sort(buf.begin(), mid);
+          }
+          uint32_t* orow = o_ptr + (r0 + r) * k;
+          for (size_t j = 0; j < k; ++j) orow[j] = buf[j].second;
         }
       });
     }, std::max<size_t>(1, kParallelGrain / n));

@@ -1,4 +1,4 @@
-// cumsum along any dim and the stable last-dim arg_sort on the GPU, for any layout.
+// cumsum along any dim, the stable last-dim arg_sort and top_k on the GPU, for any layout.
 //
 // cumsum: a "line" is the run of elements along the scanned dim at one (outer, inner) index.
 // Many lines: one thread per line, folding sequentially like the CPU (neighbouring threads
@@ -246,6 +246,146 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
   }
 }
 
+// ---- top_k: the k smallest (key, index) pairs of each row under arg_sort's descending keys, so
+// the first k of arg_sort(descending), in that order. One block per row: a radix select over the
+// key's bytes, most significant first (one pass over the row per byte: a histogram of that byte
+// among the keys that match the bytes found so far), finds the k-th key T; the keys below T and
+// the first (by index) of those equal to T are gathered into shared memory and sorted bitonically.
+// The histogram has one copy per lane (bank = lane): clustered keys (logits share their top bytes)
+// would otherwise send a whole warp's atomics to one address.
+constexpr int kTopKBlock = 512;
+constexpr int kTopKCopies = 32;
+constexpr int kTopKMax = 1024;  // larger k: arg_sort, then the first k of each row
+
+template <class T>
+__global__ void WICK_LAUNCH_BOUNDS(kTopKBlock)
+    top_k_kernel(const T* WICK_RESTRICT in, StridedDesc<1> rows, int64_t n_rows, int64_t n, int64_t s, int k,
+                 uint32_t* WICK_RESTRICT out) {
+  kernel_entry();
+  using K = sort_key_t<T>;
+  __shared__ uint32_t hist[256 * kTopKCopies];
+  __shared__ K ck[kTopKMax];
+  __shared__ uint32_t ci[kTopKMax];
+  __shared__ uint32_t scan[kTopKBlock];
+  __shared__ K s_prefix;
+  __shared__ uint32_t s_rem, s_eq, s_slot;
+  const int tid = int(threadIdx.x), nt = int(blockDim.x);
+  for (int64_t row = blockIdx.x; row < n_rows; row += gridDim.x) {
+    const T* x = in + rows.offset(0, row);
+    K prefix = 0, mask = 0;
+    uint32_t rem = uint32_t(k), eq = 0;  // pairs still to find at the prefix; keys equal to T
+    for (int shift = int(sizeof(K)) * 8 - 8; shift >= 0; shift -= 8) {
+      for (int i = tid; i < 256 * kTopKCopies; i += nt) hist[i] = 0;
+      __syncthreads();
+      const int copy = tid % kTopKCopies;
+      for (int64_t i = tid; i < n; i += nt) {
+        const K key = sort_key(x[i * s], false);
+        if ((key & mask) == prefix) atomicAdd(&hist[int((key >> shift) & 0xff) * kTopKCopies + copy], 1u);
+      }
+      __syncthreads();
+      // Bin totals, an inclusive scan over the 256 bins, and the bin that holds the rem-th pair.
+      uint32_t tot = 0;
+      if (tid < 256)
+        for (int c = 0; c < kTopKCopies; ++c) tot += hist[tid * kTopKCopies + c];
+      if (tid < 256) scan[tid] = tot;
+      __syncthreads();
+      for (int d = 1; d < 256; d <<= 1) {
+        const uint32_t add = tid < 256 && tid >= d ? scan[tid - d] : 0;
+        __syncthreads();
+        if (tid < 256) scan[tid] += add;
+        __syncthreads();
+      }
+      if (tid < 256) {
+        const uint32_t incl = scan[tid], excl = incl - tot;
+        if (excl < rem && rem <= incl) {
+          s_prefix = K(prefix | (K(tid) << shift));
+          s_rem = rem - excl;
+          s_eq = tot;
+        }
+      }
+      __syncthreads();
+      prefix = s_prefix;
+      rem = s_rem;
+      eq = s_eq;
+      mask = K(mask | (K(0xff) << shift));
+      __syncthreads();  // s_* are rewritten by the next pass
+    }
+    // prefix is T: k - rem keys below it, eq keys equal to it, of which the rem lowest indices.
+    if (tid == 0) s_slot = 0;
+    __syncthreads();
+    const bool all_eq = rem == eq;
+    for (int64_t i = tid; i < n; i += nt) {
+      const K key = sort_key(x[i * s], false);
+      if (key < prefix || (all_eq && key == prefix)) {
+        const uint32_t slot = atomicAdd(&s_slot, 1u);
+        ck[slot] = key;
+        ci[slot] = uint32_t(i);
+      }
+    }
+    if (!all_eq) {
+      // Ties at T cross the k-th place: thread t counts the equal keys of its run [t * per, (t + 1) * per),
+      // an exclusive scan of the counts ranks them by index, and the first rem are kept.
+      const int64_t per = (n + nt - 1) / nt, lo = std::min<int64_t>(n, tid * per), hi = std::min<int64_t>(n, lo + per);
+      uint32_t c = 0;
+      for (int64_t i = lo; i < hi; ++i) c += sort_key(x[i * s], false) == prefix;
+      scan[tid] = c;
+      __syncthreads();
+      for (int d = 1; d < nt; d <<= 1) {
+        const uint32_t add = tid >= d ? scan[tid - d] : 0;
+        __syncthreads();
+        scan[tid] += add;
+        __syncthreads();
+      }
+      uint32_t rank = scan[tid] - c;
+      const uint32_t base = uint32_t(k) - rem;
+      for (int64_t i = lo; i < hi && rank < rem; ++i)
+        if (sort_key(x[i * s], false) == prefix) {
+          ck[base + rank] = prefix;
+          ci[base + rank] = uint32_t(i);
+          ++rank;
+        }
+    }
+    __syncthreads();
+    // Bitonic sort of the k pairs, padded to a power of two with the largest pair.
+    int P = 1;
+    while (P < k) P <<= 1;
+    for (int e = k + tid; e < P; e += nt) {
+      ck[e] = K(~K(0));
+      ci[e] = kPadIndex;
+    }
+    __syncthreads();
+    for (int w = 2; w <= P; w <<= 1) {
+      for (int j = w >> 1; j > 0; j >>= 1) {
+        for (int q = tid; q < P / 2; q += nt) {
+          const int i = 2 * j * (q / j) + (q % j), m = i + j;
+          const bool up = (i & w) == 0;
+          const K ki = ck[i], km = ck[m];
+          const uint32_t ii = ci[i], im = ci[m];
+          if (pair_less(km, im, ki, ii) == up) {
+            ck[i] = km;
+            ck[m] = ki;
+            ci[i] = im;
+            ci[m] = ii;
+          }
+        }
+        __syncthreads();
+      }
+    }
+    for (int e = tid; e < k; e += nt) out[row * k + e] = ci[e];
+    __syncthreads();  // ck/ci and scan are rewritten for the next row
+  }
+}
+
+// out (rows x k) = the first k columns of idx (rows x n).
+__global__ void WICK_LAUNCH_BOUNDS(kBlock)
+    first_cols_kernel(const uint32_t* WICK_RESTRICT idx, int64_t n, int64_t k, int64_t total,
+                      uint32_t* WICK_RESTRICT out) {
+  kernel_entry();
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step)
+    out[e] = idx[(e / k) * n + e % k];
+}
+
 }  // namespace
 
 StoragePtr GpuStorage::cumsum(const Layout& l, size_t dim) const {
@@ -338,6 +478,43 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
       check_launch("arg_sort_merge");
       cur ^= 1;
     }
+  });
+  return out;
+}
+
+StoragePtr GpuStorage::top_k(const Layout& l, size_t k) const {
+  DeviceGuard g(ordinal());
+  const size_t nz = l.rank() ? l.shape.back() : 1, n_el = l.numel(), n_rows = nz ? n_el / nz : 0;
+  if (k == 0 || k > nz)
+    throw Error(ErrorKind::Internal, "top_k: k = " + std::to_string(k) + " for a last dim of " + std::to_string(nz));
+  auto out = new_storage(ordinal(), n_rows * k, DType::U32);
+  if (n_rows == 0) return out;
+  if (nz > size_t(UINT32_MAX) - 1)
+    throw Error(ErrorKind::Unsupported, "top_k: a last dim of " + std::to_string(nz) +
+                                            " elements does not fit the u32 indices; split the rows");
+  if (k > size_t(kTopKMax)) {  // the whole sort, then its first k columns
+    auto all = arg_sort(l, false);
+    const int64_t total = int64_t(n_rows * k);
+    launch_kernel(first_cols_kernel, grid_for(total), kBlock, 0, stream(), as_gpu(*all).ptr<uint32_t>(), int64_t(nz),
+                  int64_t(k), total, out->ptr<uint32_t>());
+    check_launch("top_k");
+    return out;
+  }
+  const int64_t n = int64_t(nz), s = l.rank() ? l.strides.back() : 1;
+  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
+  const Layout lead(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
+                    l.offset);
+  StridedDesc<1> rd;
+  if (!make_desc<1>(lead_shape, {&lead}, &rd)) {
+    auto tmp = try_clone(l);
+    return as_gpu(*tmp).top_k(Layout::contiguous(l.shape), k);
+  }
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    const unsigned grid = unsigned(std::min<size_t>(n_rows, 65535));
+    launch_kernel(top_k_kernel<T>, grid, kTopKBlock, 0, stream(), ptr<T>(), rd, int64_t(n_rows), n, s, int(k),
+                  out->ptr<uint32_t>());
+    check_launch("top_k");
   });
   return out;
 }
