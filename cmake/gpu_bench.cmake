@@ -21,4 +21,7 @@ if(WICK_BUILD_TESTS)
   # Public API only (attention_kv_len inside a recorded graph): a host C++ program.
   add_executable(gpu_attention_decode ${PROJECT_SOURCE_DIR}/bench/gpu_attention_decode.cpp)
   target_link_libraries(gpu_attention_decode PRIVATE wick)
+  # The sampler's top-k candidates path against the whole row on the host.
+  add_executable(gpu_sampler ${PROJECT_SOURCE_DIR}/bench/gpu_sampler.cpp)
+  target_link_libraries(gpu_sampler PRIVATE wick)
 endif()

@@ -124,7 +124,8 @@ TEST(GpuSort, LongRowsMatchTheCpu) {
   }
 }
 
-// top_k: the radix-select kernel (k <= 1024) and the whole sort (larger k) against the CPU, on
+// top_k: the kernel's bounded gather (k <= 512), its radix select (larger k, or too many keys at
+// the bound) and the whole sort (k > 1024) against the CPU, on
 // rows of logit-like values (clustered top bytes), rows with many ties (ties cross the k-th place),
 // a NaN, halves, a strided view and many rows.
 TEST(GpuSort, TopKMatchesTheCpu) {
@@ -152,6 +153,10 @@ TEST(GpuSort, TopKMatchesTheCpu) {
   check(x.t(), 3, "transposed");
   check(Tensor::randn({700, 50}, DType::BF16, Device::cpu(), 10), 9, "many rows");
   check(Tensor::arange(0, 4096, 1, DType::I64), 100, "i64");
+  // Every key equal: the bound of the threads' smallest keys keeps the whole row (more than fits),
+  // so the radix select runs, with ties across the k-th place; k = 600 goes there directly.
+  check(Tensor::zeros({2, 5000}, DType::F32), 40, "all equal");
+  check(Tensor::randn({2, 5000}, DType::F32, Device::cpu(), 12), 600, "k above the block");
 }
 
 // The sampler's tensor entry on a GPU row: the ids of the whole-row host chain (test_util.cpp).

@@ -247,7 +247,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 }
 
 // ---- top_k: the k smallest (key, index) pairs of each row under arg_sort's descending keys, so
-// the first k of arg_sort(descending), in that order. One block per row: a radix select over the
+// the first k of arg_sort(descending), in that order. One block per row. For k up to the block's
+// threads, a bound first (below); where it leaves too many keys, or k is larger, a radix select over the
 // key's bytes, most significant first (one pass over the row per byte: a histogram of that byte
 // among the keys that match the bytes found so far), finds the k-th key T; the keys below T and
 // the first (by index) of those equal to T are gathered into shared memory and sorted bitonically.
@@ -256,6 +257,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
 constexpr int kTopKBlock = 512;
 constexpr int kTopKCopies = 32;
 constexpr int kTopKMax = 1024;  // larger k: arg_sort, then the first k of each row
+constexpr int kTopKLoads = 8;
 
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kTopKBlock)
@@ -272,16 +274,87 @@ __global__ void WICK_LAUNCH_BOUNDS(kTopKBlock)
   const int tid = int(threadIdx.x), nt = int(blockDim.x);
   for (int64_t row = blockIdx.x; row < n_rows; row += gridDim.x) {
     const T* x = in + rows.offset(0, row);
+    // f(key, index) over the row, kTopKLoads keys a thread at a time, all loaded before any is used:
+    // one round trip to L2 per batch, not per key (the loop with atomics kept them one by one).
+    auto each_key = [&](auto&& f) {
+      for (int64_t i0 = tid; i0 < n; i0 += int64_t(nt) * kTopKLoads) {
+        K kb[kTopKLoads];
+#pragma unroll
+        for (int u = 0; u < kTopKLoads; ++u) {
+          const int64_t i = i0 + int64_t(u) * nt;
+          kb[u] = i < n ? sort_key(x[i * s], false) : K(0);
+        }
+#pragma unroll
+        for (int u = 0; u < kTopKLoads; ++u)
+          if (i0 + int64_t(u) * nt < n) f(kb[u], i0 + int64_t(u) * nt);
+      }
+    };
+    // Sorts ck/ci[0, c) by (key, index), padded to a power of two with the largest pair.
+    auto sort_pairs = [&](int c) {
+      int P = 1;
+      while (P < c) P <<= 1;
+      for (int e = c + tid; e < P; e += nt) {
+        ck[e] = K(~K(0));
+        ci[e] = kPadIndex;
+      }
+      __syncthreads();
+      for (int w = 2; w <= P; w <<= 1) {
+        for (int j = w >> 1; j > 0; j >>= 1) {
+          for (int q = tid; q < P / 2; q += nt) {
+            const int i = 2 * j * (q / j) + (q % j), m = i + j;
+            const bool up = (i & w) == 0;
+            const K ki = ck[i], km = ck[m];
+            const uint32_t ii = ci[i], im = ci[m];
+            if (pair_less(km, im, ki, ii) == up) {
+              ck[i] = km;
+              ck[m] = ki;
+              ci[i] = im;
+              ci[m] = ii;
+            }
+          }
+          __syncthreads();
+        }
+      }
+    };
+    // Fast path (k <= threads): each thread's smallest key; the k-th smallest of those, tau, has at
+    // least k keys at or below it (one per thread of the first k), and usually not many more. Those
+    // keys are gathered and sorted; only when they overflow shared memory does the radix select run.
+    if (k <= nt) {
+      K mine = K(~K(0));
+      each_key([&](K key, int64_t) { mine = key < mine ? key : mine; });
+      ck[tid] = mine;
+      ci[tid] = uint32_t(tid);
+      sort_pairs(nt);
+      const K tau = ck[k - 1];
+      if (tid == 0) s_slot = 0;
+      __syncthreads();
+      each_key([&](K key, int64_t i) {
+        if (key <= tau) {
+          const uint32_t slot = atomicAdd(&s_slot, 1u);
+          if (slot < uint32_t(kTopKMax)) {
+            ck[slot] = key;
+            ci[slot] = uint32_t(i);
+          }
+        }
+      });
+      __syncthreads();
+      const uint32_t c = s_slot;
+      if (c <= uint32_t(kTopKMax)) {
+        sort_pairs(int(c));
+        for (int e = tid; e < k; e += nt) out[row * k + e] = ci[e];
+        __syncthreads();  // ck/ci are rewritten for the next row
+        continue;
+      }
+    }
     K prefix = 0, mask = 0;
     uint32_t rem = uint32_t(k), eq = 0;  // pairs still to find at the prefix; keys equal to T
     for (int shift = int(sizeof(K)) * 8 - 8; shift >= 0; shift -= 8) {
       for (int i = tid; i < 256 * kTopKCopies; i += nt) hist[i] = 0;
       __syncthreads();
       const int copy = tid % kTopKCopies;
-      for (int64_t i = tid; i < n; i += nt) {
-        const K key = sort_key(x[i * s], false);
+      each_key([&](K key, int64_t) {
         if ((key & mask) == prefix) atomicAdd(&hist[int((key >> shift) & 0xff) * kTopKCopies + copy], 1u);
-      }
+      });
       __syncthreads();
       // Bin totals, an inclusive scan over the 256 bins, and the bin that holds the rem-th pair.
       uint32_t tot = 0;
@@ -314,14 +387,13 @@ __global__ void WICK_LAUNCH_BOUNDS(kTopKBlock)
     if (tid == 0) s_slot = 0;
     __syncthreads();
     const bool all_eq = rem == eq;
-    for (int64_t i = tid; i < n; i += nt) {
-      const K key = sort_key(x[i * s], false);
+    each_key([&](K key, int64_t i) {
       if (key < prefix || (all_eq && key == prefix)) {
         const uint32_t slot = atomicAdd(&s_slot, 1u);
         ck[slot] = key;
         ci[slot] = uint32_t(i);
       }
-    }
+    });
     if (!all_eq) {
       // Ties at T cross the k-th place: thread t counts the equal keys of its run [t * per, (t + 1) * per),
       // an exclusive scan of the counts ranks them by index, and the first rem are kept.
@@ -346,31 +418,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kTopKBlock)
         }
     }
     __syncthreads();
-    // Bitonic sort of the k pairs, padded to a power of two with the largest pair.
-    int P = 1;
-    while (P < k) P <<= 1;
-    for (int e = k + tid; e < P; e += nt) {
-      ck[e] = K(~K(0));
-      ci[e] = kPadIndex;
-    }
-    __syncthreads();
-    for (int w = 2; w <= P; w <<= 1) {
-      for (int j = w >> 1; j > 0; j >>= 1) {
-        for (int q = tid; q < P / 2; q += nt) {
-          const int i = 2 * j * (q / j) + (q % j), m = i + j;
-          const bool up = (i & w) == 0;
-          const K ki = ck[i], km = ck[m];
-          const uint32_t ii = ci[i], im = ci[m];
-          if (pair_less(km, im, ki, ii) == up) {
-            ck[i] = km;
-            ck[m] = ki;
-            ci[i] = im;
-            ci[m] = ii;
-          }
-        }
-        __syncthreads();
-      }
-    }
+    sort_pairs(k);
     for (int e = tid; e < k; e += nt) out[row * k + e] = ci[e];
     __syncthreads();  // ck/ci and scan are rewritten for the next row
   }
