@@ -152,6 +152,19 @@ template <class K> __device__ __forceinline__ bool pair_less(K ka, uint32_t ia, 
   return ka < kb || (ka == kb && ia < ib);
 }
 
+// One compare-exchange of a bitonic network over (key, index) pairs in shared memory: positions i < m
+// end in ascending order when up, descending otherwise.
+template <class K> __device__ __forceinline__ void bitonic_swap(K* sk, uint32_t* si, int i, int m, bool up) {
+  const K ki = sk[i], km = sk[m];
+  const uint32_t ii = si[i], im = si[m];
+  if (pair_less(km, im, ki, ii) == up) {
+    sk[i] = km;
+    sk[m] = ki;
+    si[i] = im;
+    si[m] = ii;
+  }
+}
+
 constexpr int kSortTile = 2048;           // elements sorted in shared memory by one block
 constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and index, sorts last
 
@@ -188,15 +201,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
       for (int j = k >> 1; j > 0; j >>= 1) {
         for (int q = int(threadIdx.x); q < kSortTile / 2; q += blockDim.x) {
           const int i = 2 * j * (q / j) + (q % j), m = i + j;
-          const bool up = ((i & (P - 1)) & k) == 0;  // every tile ends ascending
-          const K ki = sk[i], km = sk[m];
-          const uint32_t ii = si[i], im = si[m];
-          if (pair_less(km, im, ki, ii) == up) {
-            sk[i] = km;
-            sk[m] = ki;
-            si[i] = im;
-            si[m] = ii;
-          }
+          bitonic_swap(sk, si, i, m, ((i & (P - 1)) & k) == 0);  // every tile ends ascending
         }
         __syncthreads();
       }
@@ -302,15 +307,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kTopKBlock)
         for (int j = w >> 1; j > 0; j >>= 1) {
           for (int q = tid; q < P / 2; q += nt) {
             const int i = 2 * j * (q / j) + (q % j), m = i + j;
-            const bool up = (i & w) == 0;
-            const K ki = ck[i], km = ck[m];
-            const uint32_t ii = ci[i], im = ci[m];
-            if (pair_less(km, im, ki, ii) == up) {
-              ck[i] = km;
-              ck[m] = ki;
-              ci[i] = im;
-              ci[m] = ii;
-            }
+            bitonic_swap(ck, ci, i, m, (i & w) == 0);
           }
           __syncthreads();
         }
@@ -434,6 +431,15 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
     out[e] = idx[(e / k) * n + e % k];
 }
 
+// The starts of a last-dim op's rows: a layout over the leading dims; false when it has too many
+// unmergeable dims for a by-value layout (the caller then works on a contiguous copy).
+bool row_starts(const Layout& l, StridedDesc<1>* rd) {
+  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
+  const Layout lead(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
+                    l.offset);
+  return make_desc<1>(lead_shape, {&lead}, rd);
+}
+
 }  // namespace
 
 StoragePtr GpuStorage::cumsum(const Layout& l, size_t dim) const {
@@ -484,11 +490,8 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
                                             " elements does not fit the u32 indices; split the rows");
   const int64_t n = int64_t(nz), n_rows = int64_t(n_el) / n;
   const int64_t s = l.rank() ? l.strides.back() : 1;
-  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
-  const Layout lead(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
-                    l.offset);
   StridedDesc<1> rd;
-  if (!make_desc<1>(lead_shape, {&lead}, &rd)) {
+  if (!row_starts(l, &rd)) {
     auto tmp = try_clone(l);
     return as_gpu(*tmp).arg_sort(Layout::contiguous(l.shape), ascending);
   }
@@ -549,11 +552,8 @@ StoragePtr GpuStorage::top_k(const Layout& l, size_t k) const {
     return out;
   }
   const int64_t n = int64_t(nz), s = l.rank() ? l.strides.back() : 1;
-  const Shape lead_shape(l.shape.begin(), l.shape.end() - (l.rank() ? 1 : 0));
-  const Layout lead(lead_shape, std::vector<int64_t>(l.strides.begin(), l.strides.end() - (l.rank() ? 1 : 0)),
-                    l.offset);
   StridedDesc<1> rd;
-  if (!make_desc<1>(lead_shape, {&lead}, &rd)) {
+  if (!row_starts(l, &rd)) {
     auto tmp = try_clone(l);
     return as_gpu(*tmp).top_k(Layout::contiguous(l.shape), k);
   }
