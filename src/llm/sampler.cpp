@@ -58,7 +58,8 @@ int32_t Sampler::sample(const float* logits, size_t n_vocab, const std::vector<i
                 "Sampler::sample: n_vocab = " + std::to_string(n_vocab) + " does not fit a 32-bit token id");
   logits_.assign(logits, logits + n_vocab);
   map_.clear();
-  return draw(n_vocab, n_vocab, history);
+  set_penalized(history, n_vocab);
+  return draw(n_vocab, n_vocab);
 }
 
 int32_t Sampler::sample(const Tensor& logits, const std::vector<int32_t>& history) {
@@ -81,8 +82,8 @@ int32_t Sampler::sample(const Tensor& logits, const std::vector<int32_t>& histor
   // The penalty moves the logits of the history's ids, so the set is the top (k + their count)
   // before it: a penalty > 1 only lowers them, so every id of the top k after the penalty is in it;
   // one < 1 raises them, so those ids join the set too.
-  std::vector<int32_t> pen = penalized(history, n_vocab);
-  const size_t kk = std::min(want + pen.size(), n_vocab);
+  set_penalized(history, n_vocab);
+  const size_t kk = std::min(want + pen_.size(), n_vocab);
   const Tensor flat = logits.reshape({n_vocab});
   auto top = flat.top_k_last_dim(kk);
   std::vector<float> vals = top.first.to_vector<float>();
@@ -92,10 +93,10 @@ int32_t Sampler::sample(const Tensor& logits, const std::vector<int32_t>& histor
     if (std::isnan(v)) return whole_row();
   std::vector<std::pair<int32_t, float>> cand(kk);
   for (size_t i = 0; i < kk; ++i) cand[i] = {int32_t(ids[i]), vals[i]};
-  if (!pen.empty() && p_.repeat_penalty < 1.0) {
-    const Tensor pid = Tensor::from_data(pen.data(), {pen.size()}, DType::I32, logits.device());
+  if (!pen_.empty() && p_.repeat_penalty < 1.0) {
+    const Tensor pid = Tensor::from_data(pen_.data(), {pen_.size()}, DType::I32, logits.device());
     const std::vector<float> pv = flat.index_select(pid, 0).to_vector<float>();
-    for (size_t i = 0; i < pen.size(); ++i) cand.emplace_back(pen[i], pv[i]);
+    for (size_t i = 0; i < pen_.size(); ++i) cand.emplace_back(pen_[i], pv[i]);
   }
   std::sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   cand.erase(std::unique(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
@@ -106,22 +107,21 @@ int32_t Sampler::sample(const Tensor& logits, const std::vector<int32_t>& histor
     map_[i] = cand[i].first;
     logits_[i] = cand[i].second;
   }
-  return draw(cand.size(), n_vocab, history);
+  return draw(cand.size(), n_vocab);
 }
 
-std::vector<int32_t> Sampler::penalized(const std::vector<int32_t>& history, size_t n_vocab) const {
-  std::vector<int32_t> ids;
-  if (p_.repeat_penalty == 1.0 || p_.repeat_last_n == 0 || history.empty()) return ids;
+void Sampler::set_penalized(const std::vector<int32_t>& history, size_t n_vocab) {
+  pen_.clear();
+  if (p_.repeat_penalty == 1.0 || p_.repeat_last_n == 0 || history.empty()) return;
   const size_t n = std::min(p_.repeat_last_n, history.size());
   for (auto it = history.end() - std::ptrdiff_t(n); it != history.end(); ++it)
-    if (*it >= 0 && size_t(*it) < n_vocab) ids.push_back(*it);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
+    if (*it >= 0 && size_t(*it) < n_vocab) pen_.push_back(*it);
+  std::sort(pen_.begin(), pen_.end());
+  pen_.erase(std::unique(pen_.begin(), pen_.end()), pen_.end());
 }
 
 // n_vocab here counts the entries of logits_ (all of the vocabulary, n_all, or a candidate set).
-int32_t Sampler::draw(size_t n_vocab, size_t n_all, const std::vector<int32_t>& history) {
+int32_t Sampler::draw(size_t n_vocab, size_t n_all) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (float& l : logits_)
     if (std::isnan(l)) l = neg_inf;
@@ -129,7 +129,7 @@ int32_t Sampler::draw(size_t n_vocab, size_t n_all, const std::vector<int32_t>& 
 
   // Repetition penalty, once per distinct id among the last repeat_last_n of the history.
   const float pen = float(p_.repeat_penalty);
-  for (int32_t id : penalized(history, n_all)) {
+  for (int32_t id : pen_) {
     size_t i = size_t(id);
     if (!map_.empty()) {
       const auto it = std::lower_bound(map_.begin(), map_.end(), id);

@@ -41,13 +41,13 @@ class Sampler {
 
  private:
   double next_uniform();  // [0, 1), 53 bits from splitmix64
-  // The chain over logits_[0, n): entry i is id map_[i] (map_ ascending; empty: id i), a set that
-  // holds every id that can be among the top k after the penalty, of a vocabulary of n_all.
-  // Returns the drawn id.
-  int32_t draw(size_t n, size_t n_all, const std::vector<int32_t>& history);
-  // The distinct ids in [0, n_vocab) among the history's last repeat_last_n, ascending; none when
-  // the penalty is off.
-  std::vector<int32_t> penalized(const std::vector<int32_t>& history, size_t n_vocab) const;
+  // The chain over logits_[0, n), the penalty on pen_'s ids: entry i is id map_[i] (map_ ascending;
+  // empty: id i), a set that holds every id that can be among the top k after the penalty, of a
+  // vocabulary of n_all. Returns the drawn id.
+  int32_t draw(size_t n, size_t n_all);
+  // pen_ = the distinct ids in [0, n_vocab) among the history's last repeat_last_n, ascending; none
+  // when the penalty is off.
+  void set_penalized(const std::vector<int32_t>& history, size_t n_vocab);
 
   SamplingParams p_;
   uint64_t state_;
@@ -56,6 +56,7 @@ class Sampler {
   std::vector<int32_t> ids_;
   std::vector<double> probs_;
   std::vector<int32_t> map_;
+  std::vector<int32_t> pen_;
 };
 
 }  // namespace wick::llm

@@ -15,6 +15,7 @@
 // No warp shuffles anywhere: any warp width works.
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <type_traits>
 
 #include "backend/gpu/device_utils.cuh"
@@ -431,6 +432,13 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
     out[e] = idx[(e / k) * n + e % k];
 }
 
+// A last dim of nz elements whose indices (and the padding index above them) fit u32.
+void check_u32_rows(size_t nz, const char* op) {
+  if (nz > size_t(UINT32_MAX) - 1)
+    throw Error(ErrorKind::Unsupported, std::string(op) + ": a last dim of " + std::to_string(nz) +
+                                            " elements does not fit the u32 indices; split the rows");
+}
+
 // The starts of a last-dim op's rows: a layout over the leading dims; false when it has too many
 // unmergeable dims for a by-value layout (the caller then works on a contiguous copy).
 bool row_starts(const Layout& l, StridedDesc<1>* rd) {
@@ -485,9 +493,7 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
   auto out = new_storage(ordinal(), n_el, DType::U32);
   if (n_el == 0) return out;
   const size_t nz = l.rank() ? l.shape.back() : 1;
-  if (nz > size_t(UINT32_MAX) - 1)
-    throw Error(ErrorKind::Unsupported, "arg_sort: a last dim of " + std::to_string(nz) +
-                                            " elements does not fit the u32 indices; split the rows");
+  check_u32_rows(nz, "arg_sort");
   const int64_t n = int64_t(nz), n_rows = int64_t(n_el) / n;
   const int64_t s = l.rank() ? l.strides.back() : 1;
   StridedDesc<1> rd;
@@ -540,9 +546,7 @@ StoragePtr GpuStorage::top_k(const Layout& l, size_t k) const {
     throw Error(ErrorKind::Internal, "top_k: k = " + std::to_string(k) + " for a last dim of " + std::to_string(nz));
   auto out = new_storage(ordinal(), n_rows * k, DType::U32);
   if (n_rows == 0) return out;
-  if (nz > size_t(UINT32_MAX) - 1)
-    throw Error(ErrorKind::Unsupported, "top_k: a last dim of " + std::to_string(nz) +
-                                            " elements does not fit the u32 indices; split the rows");
+  check_u32_rows(nz, "top_k");
   if (k > size_t(kTopKMax)) {  // the whole sort, then its first k columns
     auto all = arg_sort(l, false);
     const int64_t total = int64_t(n_rows * k);
