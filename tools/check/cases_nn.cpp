@@ -35,6 +35,12 @@ const AttnShape kAttn[] = {
     // key tiles, diagonal tiles, decode, grouped heads.
     {"d64,causal", 1, 2, 2, 70, 70, 64, 64, true, 0},  {"d128,decode", 2, 2, 1, 1, 130, 128, 128, true, 0},
     {"d128,gqa", 1, 4, 2, 100, 100, 128, 128, false, 0}, {"d64,kv_cache,causal", 2, 2, 1, 70, 150, 64, 64, true, 0.2},
+    // Several query blocks and key tiles: warps whose rows end before a causal tile (skipped), a
+    // last block with rows past t_q, a partial last key tile, a negative scale. f32 skipped on the
+    // first: its GEMM path measured NMSE 1.36e-12 there on an H200, as the long decode shapes below.
+    {"d128,causal,tiles", 1, 2, 1, 200, 200, 128, 128, true, 0, true},
+    {"d128,kv_cache,causal,tiles", 2, 2, 2, 77, 300, 128, 128, true, 0},
+    {"d64,tiles,scale=-0.2", 1, 2, 2, 130, 257, 64, 64, false, -0.2},
     // Up to 8 query rows per KV head with at least as many runs of 256 keys as heads per KV head
     // take the split-key decode kernel on the GPU (f16/bf16): a partial last run, causal rows that
     // see different keys, d != dv, d = 256.

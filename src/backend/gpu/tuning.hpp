@@ -92,11 +92,15 @@ inline constexpr int kAttnDecodeStreamMinRun = 32;
 inline constexpr int kAttnDecodeMmaWarps = 4;
 inline constexpr int kAttnDecodeMmaStages = 3;
 inline constexpr int kAttnDecodeMmaMinRun = 128;
-// Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): query rows per block
-// (4 warps of 16 rows) and keys per tile; the kernel's softmax lane mapping needs both at 64.
-// FlashAttention-2's forward tiles for these head dims; unmeasured.
-inline constexpr int kFlashRows = 64;
-inline constexpr int kFlashKeys = 64;
+// Fused flash attention (kernels/attention_flash.cu, NVIDIA sm_80+ only): warps per block, 16-row
+// blocks of queries per warp (each K and V fragment feeds that many mma), keys per tile, and the
+// blocks per SM the registers are bounded for. H200, f16, 32 heads, d 128 (`bench/vs_torch.py --op
+// attention`, TFLOP/s causal 4096 / full 1024): 1 row block x 64 keys 227-241 / 174-242 (1 or 2
+// blocks per SM), 2 x 64 263 / 293, 2 x 32 261 / 297 (no spills at 251 registers; taken).
+inline constexpr int kFlashWarps = 4;
+inline constexpr int kFlashRowBlocks = 2;
+inline constexpr int kFlashKeys = 32;
+inline constexpr int kFlashMinBlocks = 2;
 
 // Tiled transpose (a copy, cast or binary op whose input is a transposed view): square tiles
 // staged in shared memory so both the read and the write coalesce. A tile row is

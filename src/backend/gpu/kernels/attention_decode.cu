@@ -31,6 +31,7 @@
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/kernels/attention_decode.hpp"
+#include "backend/gpu/kernels/mma.cuh"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 #include "ops/positions.hpp"
@@ -538,10 +539,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kStreamBlock) decode_stream_kernel(DecodeArgs
 // back as fragments by ldmatrix; every warp runs its own online softmax (m, l per row in f32), and
 // the warps meet in shared memory, in warp order, as in decode_stream_kernel, which writes the same
 // run partials (or the output, for a one-run length) for the same merge.
-// Fragments (PTX ISA, mma.m16n8k16 for 16-bit types): lane = 4 g + c; A (16 x 16): a0 = row g, cols
-// 2c, 2c + 1; a1 = row g + 8, same cols; a2, a3 = the same rows, cols + 8. B (16 x 8): b0 = rows (k)
-// 2c, 2c + 1 of col (n) g; b1 = rows + 8. C (16 x 8, f32): c0, c1 = row g, cols 2c, 2c + 1; c2, c3 =
-// row g + 8.
+// Fragment layouts: kernels/mma.cuh.
 constexpr int kMmaWarps = tune::kAttnDecodeMmaWarps;
 #if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
 constexpr int kMmaStages = tune::kAttnDecodeMmaStages;
@@ -556,39 +554,6 @@ constexpr size_t mma_smem_bytes(int d) {
   // the rings, reused after them for the warps' partial sums (f32 rows, m and l)
   return std::max(size_t(kMmaWarps) * mma_ring_bytes(d),
                   size_t(kMmaWarps) * kMmaMaxRows * (size_t(d) + 2) * sizeof(float));
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
-}
-// c += a b (m16n8k16, f32 accumulators) in T's 16-bit type.
-template <class T>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, f16>)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-// Two floats as T's 16-bit pair (x in the low half), rounded to nearest.
-template <class T> __device__ __forceinline__ uint32_t pack2(float x, float y) {
-  return uint32_t(from_f32<T>(x).bits) | (uint32_t(from_f32<T>(y).bits) << 16);
 }
 
 template <class T, int D>

@@ -1,13 +1,15 @@
-// Fused attention forward (FlashAttention-2) for f16/bf16 on NVIDIA tensor cores (WMMA, sm_80+).
-// A block of 4 warps owns 64 query rows of one (batch, head); each warp owns 16 of them. The
-// block walks the key tiles (64 keys; a causal block stops at the last tile its last row can
-// see), double-buffered in shared memory with cp.async. Per tile each warp computes its 16 x 64
-// scores with WMMA, does the online softmax on them in f32 (through a per-warp shared buffer,
-// since WMMA hides which lane holds which element), rounds the probabilities to the input
-// dtype and accumulates O += P V in f32 register fragments, rescaled by the row's correction
-// factor through a lane -> row map read back from a fragment. Nothing of size t_q x t_kv is
-// ever written to global memory. HIP builds keep the chunked GEMM path of attention.cu (a
-// rocWMMA/MFMA version of this kernel is future work).
+// Fused attention forward (FlashAttention-2) for f16/bf16 on NVIDIA tensor cores (mma.sync
+// m16n8k16, sm_80+). A block of kWarps warps owns kBM query rows of one (batch, head); each warp
+// owns kMB blocks of 16 of them, so every K and V fragment it loads feeds kMB mma. The block walks
+// the key tiles (kBN keys; a causal block stops at the last tile its last row can see, and a warp
+// skips the tiles past its own last row), double-buffered in shared memory with cp.async and read
+// back as fragments by ldmatrix. Per tile each warp computes its scores into registers, runs the
+// online softmax on them in f32 with exp2 (the 4 lanes that share a row meet by shuffles; O is
+// rescaled only when a row's maximum moved), rounds the probabilities to the input dtype and uses
+// the score registers as the A fragments of O += P V (the C layout of two 8-key tiles is the A
+// layout of one 16-key step), O in f32 registers. Nothing of size t_q x t_kv is ever written to
+// memory. HIP builds keep the chunked GEMM path of attention.cu (an MFMA/WMMA version of this
+// kernel is future work).
 #include "backend/gpu/kernels/attention_flash.hpp"
 
 #include <climits>
@@ -15,49 +17,35 @@
 #include <string>
 
 #include "backend/gpu/device_utils.cuh"
-
-#if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <mma.h>
-#endif
+#include "backend/gpu/kernels/mma.cuh"
 
 namespace wick::gpu {
 
 #if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
 namespace {
 
-constexpr int kBM = tune::kFlashRows;  // query rows per block
-constexpr int kBN = tune::kFlashKeys;  // keys per tile
-constexpr int kWarps = kBM / 16;       // a warp owns 16 query rows (one WMMA row of fragments)
+constexpr int kWarps = tune::kFlashWarps;
 constexpr int kThreads = kWarps * 32;
-static_assert(kBM == 64 && kBN == 64, "the softmax step maps 32 lanes onto 16 rows x 64 keys");
-constexpr int kSLd = kBN + 8;  // f32 score row: float4 reads of 8 lanes (4 rows) hit distinct banks
-constexpr int kPLd = kBN + 8;  // 16-bit probability row (a multiple of 8 for WMMA)
+constexpr int kMB = tune::kFlashRowBlocks;  // 16-row blocks per warp
+constexpr int kBN = tune::kFlashKeys;       // keys per tile
+constexpr int kBM = kWarps * 16 * kMB;      // query rows per block
 
-// Shared memory of one block, in bytes. Every region and every fragment pointer inside it is
-// 32-byte aligned, as WMMA requires. A warp's probabilities overwrite the start of its own
-// score buffer once every lane holds its scores in registers.
+// Shared memory of a block: two stages of a K and a V tile (kBN rows each), then Q (kBM rows),
+// where the output is staged after the last tile. A row is D elements plus a 16-byte skew, so the
+// 8 rows an ldmatrix reads fall in distinct banks.
 template <int D> struct Smem {
-  static constexpr int kLd = D + 8;  // 16-bit q/k/v row: a 16-byte skew keeps 8-row reads conflict-free
-  static constexpr size_t kTile = size_t(kBN) * kLd * 2;  // one K or V tile
-  static constexpr size_t kK = 0;                         // K tiles [2]
-  static constexpr size_t kV = 2 * kTile;                 // V tiles [2]
-  static constexpr size_t kQ = 4 * kTile;                 // Q tile (kBM rows)
-  static constexpr size_t kS = kQ + size_t(kBM) * kLd * 2;  // per warp: 16 x kSLd f32 scores
-  static constexpr size_t kSWarp = size_t(16) * kSLd * 4;
-  static constexpr size_t kPWarp = size_t(16) * kPLd * 2;   // 16 x kPLd probabilities, in the score buffer
-  static constexpr size_t kC = kS + kWarps * kSWarp;       // per warp: 16 f32 correction factors
-  static constexpr size_t kBytes = kC + size_t(kWarps) * 16 * 4;
-  static_assert(kTile % 32 == 0 && kSWarp % 32 == 0 && kS % 32 == 0, "WMMA pointers need 32-byte alignment");
-  static_assert(kPWarp <= kSWarp && 16 * 16 * 4 <= kSWarp, "P and the row-map matrix live in the score buffer");
+  static constexpr int kLd = D + 8;
+  static constexpr size_t kTile = size_t(kBN) * kLd;  // elements of one K or V tile
+  static constexpr size_t kQ = 4 * kTile;
+  static constexpr size_t kBytes = (kQ + size_t(kBM) * kLd) * 2;
+  static_assert(kBN % 16 == 0, "P V takes 16-key steps");
 };
 
-template <class H> struct FlashParams {
-  const H* q;
-  const H* k;
-  const H* v;
-  H* o;
+template <class T> struct FlashParams {
+  const T* q;
+  const T* k;
+  const T* v;
+  T* o;
   int64_t q_sb, q_sh, q_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st;
   int64_t t_q, t_kv, shift;  // causal: query i sees keys j <= i + shift
   int h_q, group;
@@ -66,242 +54,273 @@ template <class H> struct FlashParams {
 };
 
 #if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
-template <class H> __device__ __forceinline__ H from_f32(float x);
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
+// 2^x (ex2.approx: 2 ulp; 2^-inf = 0).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
-// Rows row0.. of a (rows_total x D) operand with row stride `stride` into a kBM/kBN x D tile;
-// rows past the end are zero (so that masked keys multiply finite values).
-template <int D, class H>
-__device__ __forceinline__ void load_tile(H* s, const H* g, int64_t stride, int64_t row0, int64_t rows_total) {
-  constexpr int kVecs = D / 8, kTotal = 64 * kVecs;
-#pragma unroll
-  for (int i = int(threadIdx.x); i < kTotal; i += kThreads) {
-    const int r = i / kVecs, c = (i % kVecs) * 8;
-    const bool ok = row0 + r < rows_total;
-    cp_async16(s + r * Smem<D>::kLd + c, ok ? g + (row0 + r) * stride + c : g, ok ? 16 : 0);
+// A thread's share of copying R rows of a (rows_total x D) operand (row stride `stride`) into R tile
+// rows of LD elements: 16-byte chunks tid, tid + kThreads, ..., i.e. column c0 of rows r0, r0 + kStep,
+// ... Rows past the end are zeros (so that masked keys multiply finite values); a tile that lies
+// inside the operand takes no bound checks.
+template <int D, int LD, int R, class T> struct TileCopy {
+  static constexpr int kVecs = D / 8, kStep = kThreads / kVecs, kPer = R / kStep;
+  static_assert(kThreads % kVecs == 0 && R % kStep == 0, "whole rows per round of the block's threads");
+  const T* g;
+  int64_t stride;
+  int r0, c0;
+  __device__ TileCopy(const T* g_, int64_t stride_) : g(g_), stride(stride_) {
+    r0 = int(threadIdx.x) / kVecs;
+    c0 = (int(threadIdx.x) % kVecs) * 8;
   }
-}
+  __device__ __forceinline__ void operator()(unsigned s, int64_t row0, int64_t rows_total) const {
+    const T* src = g + (row0 + r0) * stride + c0;
+    const unsigned dst = s + unsigned(r0 * LD + c0) * 2;
+    if (row0 + R <= rows_total) {
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) cp_async16_to(dst + unsigned(j * kStep * LD * 2), src + j * kStep * stride, 16);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const bool ok = row0 + r0 + j * kStep < rows_total;
+        cp_async16_to(dst + unsigned(j * kStep * LD * 2), ok ? src + j * kStep * stride : g, ok ? 16 : 0);
+      }
+    }
+  }
+};
 #endif
 
-template <class H, int D>
-__global__ void WICK_LAUNCH_BOUNDS(kThreads) flash_fwd_kernel(FlashParams<H> p) {
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads, tune::kFlashMinBlocks) flash_fwd_kernel(FlashParams<T> p) {
   kernel_entry();
 #if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
-  using namespace nvcuda;
-  using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, H, wmma::row_major>;
-  using FragKt = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::col_major>;  // K^T from row-major K
-  using FragV = wmma::fragment<wmma::matrix_b, 16, 16, 16, H, wmma::row_major>;
-  using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
-  using L = Smem<D>;
-  constexpr int kLd = L::kLd, kDF = D / 16;
-  constexpr int kCE = FragC::num_elements;
-
+  using S = Smem<D>;
+  constexpr int MB = kMB, BN = kBN, BM = kBM, LD = S::kLd, KS = D / 16, NO = D / 8, NS = BN / 8, WR = 16 * MB;
   extern __shared__ __align__(128) unsigned char smem[];
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  H* sK = reinterpret_cast<H*>(smem + L::kK);
-  H* sV = reinterpret_cast<H*>(smem + L::kV);
-  const H* sQw = reinterpret_cast<const H*>(smem + L::kQ) + warp * 16 * kLd;  // the warp's 16 query rows
-  float* sS = reinterpret_cast<float*>(smem + L::kS + warp * L::kSWarp);
-  H* sP = reinterpret_cast<H*>(sS);  // written after the scores were read
-  float* sC = reinterpret_cast<float*>(smem + L::kC) + warp * 16;
+  // Shared-window byte addresses: stage st's K tile, its V tile, Q's place.
+  const unsigned sbase = smem_addr(smem);
+  auto k_tile = [&](int st) { return sbase + unsigned(2 * st * S::kTile * 2); };
+  auto v_tile = [&](int st) { return sbase + unsigned((2 * st + 1) * S::kTile * 2); };
+  const unsigned sq = sbase + unsigned(S::kQ * 2);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, g = lane / 4, c = lane % 4;
+  const int lm = lane / 8, lr = lane % 8;  // ldmatrix: lane gives row lr of matrix lm
+  const float ninf = -INFINITY;
 
   // Heavy (late) causal query tiles start first: the short ones fill the tail.
   const int qt = p.causal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
-  const int64_t q0 = int64_t(qt) * kBM;
+  const int64_t q0 = int64_t(qt) * BM, qw = q0 + warp * WR;
   const int hq = int(blockIdx.y), bi = int(blockIdx.z), hk = hq / p.group;
-  const H* qg = p.q + bi * p.q_sb + hq * p.q_sh;
-  const H* kg = p.k + bi * p.k_sb + hk * p.k_sh;
-  const H* vg = p.v + bi * p.v_sb + hk * p.v_sh;
-  // Keys this block needs: all, or (causal) up to what its last valid row sees (<= t_kv).
-  const int64_t kv_end = p.causal ? (q0 + kBM < p.t_q ? q0 + kBM : p.t_q) + p.shift : p.t_kv;
-  const int n_tiles = int((kv_end + kBN - 1) / kBN);
+  const T* qg = p.q + bi * p.q_sb + hq * p.q_sh;
+  const T* kg = p.k + bi * p.k_sb + hk * p.k_sh;
+  const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
+  // Keys the block needs: all, or (causal) up to what its last valid row sees (<= t_kv); the
+  // warp's own tiles likewise from its last valid row (none when it has no valid row).
+  const int64_t last_row = (q0 + BM < p.t_q ? q0 + BM : p.t_q) - 1;
+  const int64_t kv_end = p.causal ? last_row + p.shift + 1 : p.t_kv;
+  const int n_tiles = int((kv_end + BN - 1) / BN);
+  const int64_t w_last = qw + WR - 1 < p.t_q ? qw + WR - 1 : p.t_q - 1;
+  const int w_tiles = qw >= p.t_q ? 0 : p.causal ? int((w_last + p.shift + 1 + BN - 1) / BN) : n_tiles;
 
-  load_tile<D>(reinterpret_cast<H*>(smem + L::kQ), qg, p.q_st, q0, p.t_q);
+  const TileCopy<D, LD, BN, T> copy_k(kg, p.k_st), copy_v(vg, p.v_st);
+  TileCopy<D, LD, BM, T>(qg, p.q_st)(sq, q0, p.t_q);
+  copy_k(k_tile(0), 0, p.t_kv);
+  copy_v(v_tile(0), 0, p.t_kv);
   cp_async_commit();
-  load_tile<D>(sK, kg, p.k_st, 0, p.t_kv);
-  load_tile<D>(sV, vg, p.v_st, 0, p.t_kv);
-  cp_async_commit();
+  // The lane's ldmatrix rows (bytes from a tile's start). Q (A fragments): matrices (rows 0-7, cols
+  // lo), (8-15, lo), (0-7, hi), (8-15, hi). K (B of S = Q K^T): per 16 keys, (keys 0-7, dims lo),
+  // (0-7, hi), (8-15, lo), (8-15, hi). V (B of P V, transposed): (keys 0-7, dims d0..), (8-15, d0..),
+  // (0-7, d0 + 8..), (8-15, d0 + 8..).
+  const unsigned q_lane = sq + unsigned(((warp * WR + (lm & 1) * 8 + lr) * LD + (lm >> 1) * 8) * 2);
+  const unsigned k_lane = unsigned((((lm >> 1) * 8 + lr) * LD + (lm & 1) * 8) * 2);
+  const unsigned v_lane = unsigned((((lm & 1) * 8 + lr) * LD + (lm >> 1) * 8) * 2);
+  auto q_frag = [&](uint32_t(&f)[4], int mb, int ks) { ldsm_x4(f, q_lane + unsigned((mb * 16 * LD + ks * 16) * 2)); };
 
-  // Which row of the warp's 16 each accumulator element of this lane belongs to: WMMA does not
-  // document the mapping, so load a matrix whose entries are their row numbers.
-  int row_of[kCE];
-  {
-    float* rm = sS;
-    for (int e = lane; e < 256; e += 32) rm[e] = float(e / 16);
-    __syncwarp();
-    FragC f;
-    wmma::load_matrix_sync(f, rm, 16, wmma::mem_row_major);
+  float o[MB][NO][4];
 #pragma unroll
-    for (int i = 0; i < kCE; ++i) row_of[i] = int(f.x[i]);
-    __syncwarp();
-  }
-
-  FragC o[kDF];
+  for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
-  for (int j = 0; j < kDF; ++j) wmma::fill_fragment(o[j], 0.0f);
-
-  // Softmax step: lanes 2r and 2r+1 share row r; lane half h takes columns h*4 + 8c + e.
-  const int r = lane >> 1, half = lane & 1;
-  const int64_t qi = q0 + warp * 16 + r;
-  float m = -INFINITY, l = 0.f;  // running max (log2 units) and sum of this row
+    for (int n = 0; n < NO; ++n) o[mb][n][0] = o[mb][n][1] = o[mb][n][2] = o[mb][n][3] = 0.f;
+  // Rows g and g + 8 of each row block: running max (log2 units) and this lane's share of the sum.
+  float m[MB][2], l[MB][2];
+#pragma unroll
+  for (int mb = 0; mb < MB; ++mb) m[mb][0] = m[mb][1] = ninf, l[mb][0] = l[mb][1] = 0.f;
 
   for (int t = 0; t < n_tiles; ++t) {
-    const int buf = t & 1;
+    const int st = t & 1;
     if (t + 1 < n_tiles) {
-      const int64_t next = int64_t(t + 1) * kBN;
-      load_tile<D>(sK + (buf ^ 1) * kBN * kLd, kg, p.k_st, next, p.t_kv);
-      load_tile<D>(sV + (buf ^ 1) * kBN * kLd, vg, p.v_st, next, p.t_kv);
+      const int64_t next = int64_t(t + 1) * BN;
+      copy_k(k_tile(st ^ 1), next, p.t_kv);
+      copy_v(v_tile(st ^ 1), next, p.t_kv);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
-    __syncthreads();  // tile t (and, on the first pass, Q) is visible to all
-    const H* Kt = sK + buf * kBN * kLd;
-    const H* Vt = sV + buf * kBN * kLd;
-
-    // S = Q K^T for the warp's 16 rows x 64 keys.
-    // (Q fragments come from shared memory each tile: held in registers they spill at d = 128.)
-    {
-      FragC s[kBN / 16];
+    __syncthreads();  // tile t (and Q) is visible to all
+    if (t < w_tiles) {
+      const unsigned kt = k_tile(st) + k_lane, vt = v_tile(st) + v_lane;
+      // S = Q K^T.
+      float s[MB][NS][4];
 #pragma unroll
-      for (int n = 0; n < kBN / 16; ++n) wmma::fill_fragment(s[n], 0.0f);
+      for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
-      for (int kk = 0; kk < kDF; ++kk) {
-        FragA qf;
-        wmma::load_matrix_sync(qf, sQw + kk * 16, kLd);
+        for (int n = 0; n < NS; ++n) s[mb][n][0] = s[mb][n][1] = s[mb][n][2] = s[mb][n][3] = 0.f;
 #pragma unroll
-        for (int n = 0; n < kBN / 16; ++n) {
-          FragKt kb;
-          wmma::load_matrix_sync(kb, Kt + n * 16 * kLd + kk * 16, kLd);
-          wmma::mma_sync(s[n], qf, kb, s[n]);
+      for (int ks = 0; ks < KS; ++ks) {
+        uint32_t qf[MB][4];  // from shared memory each tile: held in registers they would spill
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) q_frag(qf[mb], mb, ks);
+#pragma unroll
+        for (int n = 0; n < NS; n += 2) {
+          uint32_t b[4];
+          ldsm_x4(b, kt + unsigned((n * 8 * LD + ks * 16) * 2));
+#pragma unroll
+          for (int mb = 0; mb < MB; ++mb) {
+            mma16816<T>(s[mb][n], qf[mb], b[0], b[1]);
+            mma16816<T>(s[mb][n + 1], qf[mb], b[2], b[3]);
+          }
         }
       }
+      // Scale to log2 units; on the tiles that need it (past t_kv, or past a causal row's last key),
+      // mask each row's keys from its visible count on; then the rows' new maxima.
 #pragma unroll
-      for (int n = 0; n < kBN / 16; ++n) wmma::store_matrix_sync(sS + n * 16, s[n], kSLd, wmma::mem_row_major);
-    }
-    __syncwarp();
-
-    // Online softmax of row r over this tile's keys.
-    const int64_t kv0 = int64_t(t) * kBN;
-    const bool mask = kv0 + kBN > p.t_kv || (p.causal && kv0 + kBN - 1 > q0 + p.shift);
-    float x[32];
+      for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      const float4 v4 = *reinterpret_cast<const float4*>(sS + r * kSLd + half * 4 + 8 * c);
-      x[4 * c + 0] = v4.x * p.scale_log2;
-      x[4 * c + 1] = v4.y * p.scale_log2;
-      x[4 * c + 2] = v4.z * p.scale_log2;
-      x[4 * c + 3] = v4.w * p.scale_log2;
-    }
-    __syncwarp();  // every lane holds its scores: P may overwrite them
-    if (mask) {
-      // Row r sees the tile's columns below vis: the end of the keys, and (causal) key qi + shift.
-      int64_t lim = p.t_kv - kv0;
-      if (p.causal && qi + p.shift + 1 - kv0 < lim) lim = qi + p.shift + 1 - kv0;
-      const int vis = lim < 0 ? 0 : (lim > kBN ? kBN : int(lim));
+        for (int n = 0; n < NS; ++n)
 #pragma unroll
-      for (int e = 0; e < 32; ++e)
-        if (half * 4 + 8 * (e / 4) + e % 4 >= vis) x[e] = -INFINITY;
-    }
-    float mx = x[0];
+          for (int e = 0; e < 4; ++e) s[mb][n][e] *= p.scale_log2;
+      const int64_t kv0 = int64_t(t) * BN;
+      if (kv0 + BN > p.t_kv || (p.causal && kv0 + BN - 1 > qw + p.shift)) {
 #pragma unroll
-    for (int e = 1; e < 32; ++e) mx = fmaxf(mx, x[e]);
-    mx = fmaxf(mx, shfl_xor(mx, 1));
-    const float m_new = fmaxf(m, mx);
-    // A row that has seen no key yet keeps m = -inf; exp2(-inf - 0) = 0 avoids -inf - -inf.
-    const float m_use = m_new == -INFINITY ? 0.f : m_new;
-    const float corr = exp2f(m - m_use);
-    float sum = 0.f;
+        for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      VecOf<H, 4> pk;
+          for (int h = 0; h < 2; ++h) {
+            int64_t lim = p.t_kv - kv0;
+            const int64_t row_lim = qw + mb * 16 + g + 8 * h + p.shift + 1 - kv0;
+            if (p.causal && row_lim < lim) lim = row_lim;
+            const int vis = lim < 0 ? 0 : lim > BN ? BN : int(lim);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pe = exp2f(x[4 * c + e] - m_use);
-        sum += pe;
-        pk.v[e] = from_f32<H>(pe);
+            for (int n = 0; n < NS; ++n)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (n * 8 + 2 * c + e >= vis) s[mb][n][2 * h + e] = ninf;
+          }
       }
-      *reinterpret_cast<VecOf<H, 4>*>(sP + r * kPLd + half * 4 + 8 * c) = pk;
-    }
-    sum += shfl_xor(sum, 1);
-    l = l * corr + sum;
-    m = m_new;
-    if (half == 0) sC[r] = corr;
-    __syncwarp();
-
-    // O = diag(corr) O + P V.
-    float cf[kCE];
+      float mu[MB][2], corr[MB][2];
 #pragma unroll
-    for (int i = 0; i < kCE; ++i) cf[i] = sC[row_of[i]];
+      for (int mb = 0; mb < MB; ++mb) {
+        float mx[2] = {m[mb][0], m[mb][1]};
 #pragma unroll
-    for (int j = 0; j < kDF; ++j)
+        for (int n = 0; n < NS; ++n)
 #pragma unroll
-      for (int i = 0; i < kCE; ++i) o[j].x[i] *= cf[i];
+          for (int e = 0; e < 4; ++e) mx[e / 2] = fmaxf(mx[e / 2], s[mb][n][e]);
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) {
-      FragA pf;
-      wmma::load_matrix_sync(pf, sP + kk * 16, kPLd);
+        for (int h = 0; h < 2; ++h) {
+          mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
+          mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
+          // A row that has seen no key yet keeps m = -inf: subtract 0 there (p = 0, no -inf - -inf).
+          mu[mb][h] = mx[h] == ninf ? 0.f : mx[h];
+          corr[mb][h] = exp2_approx(m[mb][h] - mu[mb][h]);
+          m[mb][h] = mx[h];
+          l[mb][h] *= corr[mb][h];
+        }
+      }
+      // O's rows rescaled where a maximum moved (past the first tiles, rarely: the warp skips it).
+      bool moved = false;
 #pragma unroll
-      for (int j = 0; j < kDF; ++j) {
-        FragV vb;
-        wmma::load_matrix_sync(vb, Vt + kk * 16 * kLd + j * 16, kLd);
-        wmma::mma_sync(o[j], pf, vb, o[j]);
+      for (int mb = 0; mb < MB; ++mb) moved |= corr[mb][0] != 1.f || corr[mb][1] != 1.f;
+      if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+          for (int n = 0; n < NO; ++n) {
+            o[mb][n][0] *= corr[mb][0];
+            o[mb][n][1] *= corr[mb][0];
+            o[mb][n][2] *= corr[mb][1];
+            o[mb][n][3] *= corr[mb][1];
+          }
+      }
+      // P rounded to T, as A fragments: 16-key step kk is score tiles 2kk (a0, a1) and 2kk + 1 (a2, a3).
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        uint32_t pa[MB][4];
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+          for (int u = 0; u < 2; ++u) {
+            const float* sv = s[mb][2 * kk + u];
+            const float p0 = exp2_approx(sv[0] - mu[mb][0]), p1 = exp2_approx(sv[1] - mu[mb][0]);
+            const float p2 = exp2_approx(sv[2] - mu[mb][1]), p3 = exp2_approx(sv[3] - mu[mb][1]);
+            l[mb][0] += p0 + p1;
+            l[mb][1] += p2 + p3;
+            pa[mb][2 * u] = pack2<T>(p0, p1);
+            pa[mb][2 * u + 1] = pack2<T>(p2, p3);
+          }
+        // O += P V.
+#pragma unroll
+        for (int n = 0; n < NO; n += 2) {
+          uint32_t b[4];
+          ldsm_x4_trans(b, vt + unsigned((kk * 16 * LD + n * 8) * 2));
+#pragma unroll
+          for (int mb = 0; mb < MB; ++mb) {
+            mma16816<T>(o[mb][n], pa[mb], b[0], b[1]);
+            mma16816<T>(o[mb][n + 1], pa[mb], b[2], b[3]);
+          }
+        }
       }
     }
-    __syncthreads();  // every warp is done with tile t before tile t + 2 overwrites its buffer
+    __syncthreads();  // every warp is done with tile t before tile t + 2 overwrites its stage
   }
 
-  // O / l, rounded to the dtype; each 16 x 16 fragment is staged through the warp's score buffer.
-  const float inv_l = 1.f / l;
-  H* og = p.o + ((int64_t(bi) * p.h_q + hq) * p.t_q + qi) * D;
+  // O / l rounded to T, staged in the warp's rows of Q's place, then written in 16-byte rows.
+  T* so = reinterpret_cast<T*>(smem) + S::kQ + warp * WR * LD;
 #pragma unroll
-  for (int j = 0; j < kDF; ++j) {
-    wmma::store_matrix_sync(sS, o[j], kSLd, wmma::mem_row_major);
-    __syncwarp();
-    if (qi < p.t_q) {
-      const float4 a = *reinterpret_cast<const float4*>(sS + r * kSLd + half * 8);
-      const float4 b = *reinterpret_cast<const float4*>(sS + r * kSLd + half * 8 + 4);
-      VecOf<H, 8> w;
-      w.v[0] = from_f32<H>(a.x * inv_l);
-      w.v[1] = from_f32<H>(a.y * inv_l);
-      w.v[2] = from_f32<H>(a.z * inv_l);
-      w.v[3] = from_f32<H>(a.w * inv_l);
-      w.v[4] = from_f32<H>(b.x * inv_l);
-      w.v[5] = from_f32<H>(b.y * inv_l);
-      w.v[6] = from_f32<H>(b.z * inv_l);
-      w.v[7] = from_f32<H>(b.w * inv_l);
-      *reinterpret_cast<VecOf<H, 8>*>(og + j * 16 + half * 8) = w;
+  for (int mb = 0; mb < MB; ++mb)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float lt = l[mb][h];
+      lt += shfl_xor(lt, 1);
+      lt += shfl_xor(lt, 2);
+      const float inv = 1.f / lt;
+#pragma unroll
+      for (int n = 0; n < NO; ++n)
+        *reinterpret_cast<uint32_t*>(so + (mb * 16 + g + 8 * h) * LD + n * 8 + 2 * c) =
+            pack2<T>(o[mb][n][2 * h] * inv, o[mb][n][2 * h + 1] * inv);
     }
-    __syncwarp();
+  __syncwarp();
+  T* og = p.o + ((int64_t(bi) * p.h_q + hq) * p.t_q + qw) * D;
+  constexpr int kVecs = D / 8;
+#pragma unroll
+  for (int i = lane; i < WR * kVecs; i += 32) {
+    const int r = i / kVecs, cc = (i % kVecs) * 8;
+    if (qw + r < p.t_q) *reinterpret_cast<uint4*>(og + r * D + cc) = *reinterpret_cast<const uint4*>(so + r * LD + cc);
   }
 #else
   (void)p;  // host pass, or a target below sm_80 (the host never launches it there)
 #endif
 }
 
-template <class H, int D> const void* kernel_ptr() { return reinterpret_cast<const void*>(&flash_fwd_kernel<H, D>); }
+template <class T, int D> const void* kernel_ptr() { return reinterpret_cast<const void*>(&flash_fwd_kernel<T, D>); }
 
 const void* kernel_for(DType dt, size_t d) {
-  if (dt == DType::F16) return d == 64 ? kernel_ptr<__half, 64>() : kernel_ptr<__half, 128>();
-  return d == 64 ? kernel_ptr<__nv_bfloat16, 64>() : kernel_ptr<__nv_bfloat16, 128>();
+  if (dt == DType::F16) return d == 64 ? kernel_ptr<f16, 64>() : kernel_ptr<f16, 128>();
+  return d == 64 ? kernel_ptr<bf16, 64>() : kernel_ptr<bf16, 128>();
 }
 
 bool operand_ok(const FlashOperand& o) {
   return aligned16(o.p) && o.sb >= 0 && o.sh >= 0 && o.st >= 0 && o.sb % 8 == 0 && o.sh % 8 == 0 && o.st % 8 == 0;
 }
 
-template <class H, int D>
+template <class T, int D>
 void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v, void* out,
             const AttentionDims& a) {
-  FlashParams<H> p;
-  p.q = static_cast<const H*>(q.p);
-  p.k = static_cast<const H*>(k.p);
-  p.v = static_cast<const H*>(v.p);
-  p.o = static_cast<H*>(out);
+  FlashParams<T> p;
+  p.q = static_cast<const T*>(q.p);
+  p.k = static_cast<const T*>(k.p);
+  p.v = static_cast<const T*>(v.p);
+  p.o = static_cast<T*>(out);
   p.q_sb = q.sb, p.q_sh = q.sh, p.q_st = q.st;
   p.k_sb = k.sb, p.k_sh = k.sh, p.k_st = k.st;
   p.v_sb = v.sb, p.v_sh = v.sh, p.v_st = v.st;
@@ -313,10 +332,10 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
   p.scale_log2 = float(a.scale * 1.4426950408889634);
   p.causal = a.causal;
   constexpr size_t bytes = Smem<D>::kBytes;
-  check(gpuFuncSetAttribute(kernel_ptr<H, D>(), gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+  check(gpuFuncSetAttribute(kernel_ptr<T, D>(), gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "FuncSetAttribute(attention flash)");
   const dim3 grid(unsigned((a.t_q + kBM - 1) / kBM), unsigned(a.h_q), unsigned(a.b));
-  launch_kernel(flash_fwd_kernel<H, D>, grid, kThreads, bytes, ctx.stream, p);
+  launch_kernel(flash_fwd_kernel<T, D>, grid, kThreads, bytes, ctx.stream, p);
   check_launch("attention(flash)");
 }
 
@@ -341,11 +360,11 @@ bool flash_attention_supported(DeviceContext& ctx, DType dt, const FlashOperand&
 void flash_attention(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
                      void* out, const AttentionDims& a) {
   if (dt == DType::F16) {
-    if (a.d == 64) launch<__half, 64>(ctx, q, k, v, out, a);
-    else launch<__half, 128>(ctx, q, k, v, out, a);
+    if (a.d == 64) launch<f16, 64>(ctx, q, k, v, out, a);
+    else launch<f16, 128>(ctx, q, k, v, out, a);
   } else {
-    if (a.d == 64) launch<__nv_bfloat16, 64>(ctx, q, k, v, out, a);
-    else launch<__nv_bfloat16, 128>(ctx, q, k, v, out, a);
+    if (a.d == 64) launch<bf16, 64>(ctx, q, k, v, out, a);
+    else launch<bf16, 128>(ctx, q, k, v, out, a);
   }
 }
 
