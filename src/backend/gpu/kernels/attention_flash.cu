@@ -149,16 +149,15 @@ __global__ void __launch_bounds__(kThreads, tune::kFlashMinBlocks) flash_fwd_ker
 
   for (int t = 0; t < n_tiles; ++t) {
     const int st = t & 1;
+    // One barrier a tile: tile t (and Q) has landed for every thread, and every warp is done with
+    // tile t - 1, whose stage then takes tile t + 1 while tile t is computed.
+    cp_async_wait<0>();
+    __syncthreads();
     if (t + 1 < n_tiles) {
-      const int64_t next = int64_t(t + 1) * BN;
-      copy_k(k_tile(st ^ 1), next, p.t_kv);
-      copy_v(v_tile(st ^ 1), next, p.t_kv);
+      copy_k(k_tile(st ^ 1), int64_t(t + 1) * BN, p.t_kv);
+      copy_v(v_tile(st ^ 1), int64_t(t + 1) * BN, p.t_kv);
       cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
     }
-    __syncthreads();  // tile t (and Q) is visible to all
     if (t < w_tiles) {
       const unsigned kt = k_tile(st) + k_lane, vt = v_tile(st) + v_lane;
       // S = Q K^T.
@@ -271,7 +270,6 @@ __global__ void __launch_bounds__(kThreads, tune::kFlashMinBlocks) flash_fwd_ker
         }
       }
     }
-    __syncthreads();  // every warp is done with tile t before tile t + 2 overwrites its stage
   }
 
   // O / l rounded to T, staged in the warp's rows of Q's place, then written in 16-byte rows.
