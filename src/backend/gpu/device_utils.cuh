@@ -41,14 +41,26 @@ __device__ __forceinline__ void kernel_entry() {
 #endif
 }
 
+#if !defined(WICK_GPU_HIP)
+// A shared-memory pointer as a shared-window address, what cp.async and ldmatrix take (NVIDIA): a
+// kernel may compute a lane's base once and fold its offsets into the instructions.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+#endif
+#if WICK_HAS_CP_ASYNC
+// cp_async16 to a shared-window address (smem_addr).
+__device__ __forceinline__ void cp_async16_to(unsigned s, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+}
+#endif
 // 16 bytes global -> shared without a register round trip (cp.async, NVIDIA sm_80+); src_bytes 0
 // writes zeros and reads nothing. Elsewhere an ordinary copy through a register, so a kernel that
 // streams through a shared ring keeps one source. cp_async_wait<N>() returns once at most N of the
 // thread's committed groups are still in flight: its own copies before them are then visible to it.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
 #if WICK_HAS_CP_ASYNC
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+  cp_async16_to(smem_addr(smem), gmem, src_bytes);
 #else
   uint4 v = make_uint4(0, 0, 0, 0);
   if (src_bytes) v = *static_cast<const uint4*>(gmem);

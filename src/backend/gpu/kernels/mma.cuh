@@ -17,11 +17,7 @@ namespace wick::gpu {
 // Four 8 x 8 matrices of 16-bit elements from shared memory: lane l gives the address of row l % 8
 // of matrix l / 8; r[i] is matrix i's fragment (row g, cols 2c, 2c + 1), or with _trans its
 // transpose's.
-// The unsigned overloads take a shared-window address (smem_addr), so a kernel computes a lane's
-// base once and its fragments' offsets fold into the instructions.
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
+// The unsigned overloads take a shared-window address (device_utils.cuh's smem_addr).
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], unsigned s) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -34,10 +30,6 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], unsigned s) {
 }
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) { ldsm_x4(r, smem_addr(p)); }
 __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) { ldsm_x4_trans(r, smem_addr(p)); }
-// cp.async of 16 bytes to a shared-window address (src_bytes 0: zeros, nothing read).
-__device__ __forceinline__ void cp_async16_to(unsigned s, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
-}
 // c += a b (m16n8k16, f32 accumulators) in T's 16-bit type (f16 or bf16).
 template <class T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
