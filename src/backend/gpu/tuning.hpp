@@ -96,7 +96,8 @@ inline constexpr int kAttnDecodeMmaMinRun = 128;
 // blocks of queries per warp (each K and V fragment feeds that many mma), keys per tile, and the
 // blocks per SM the registers are bounded for. H200, f16, 32 heads, d 128 (`bench/vs_torch.py --op
 // attention`, TFLOP/s causal 4096 / full 1024): 1 row block x 64 keys 227-241 / 174-242 (1 or 2
-// blocks per SM), 2 x 64 263 / 293, 2 x 32 261 / 297 (no spills at 251 registers; taken).
+// blocks per SM), 2 x 64 263 / 293, 2 x 32 261 / 297 (no spills at 251 registers; taken; 264 /
+// 291-298 with one barrier a tile).
 inline constexpr int kFlashWarps = 4;
 inline constexpr int kFlashRowBlocks = 2;
 inline constexpr int kFlashKeys = 32;
