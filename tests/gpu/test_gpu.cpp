@@ -113,15 +113,27 @@ TEST(GpuLarge, SixtyFourBitIndexing) {
   EXPECT_EQ(s.to_dtype(DType::F32).narrow(0, 0, 1).to_vector<float>()[0], 1.0f);
 }
 
+// Rows past one 2048-element tile take the merge passes: lengths that leave a last run shorter than
+// its partner (5000, 70000) or alone (4097), a power of two (32768), every key width (u8, f16, f32,
+// i64/f64: 1- to 8-byte keys), many ties (the index order among equal keys), and a strided view.
 TEST(GpuSort, LongRowsMatchTheCpu) {
-  for (size_t n : {size_t(1), size_t(1000), size_t(5000), size_t(70000)}) {
-    Tensor x = Tensor::randn({3, n}, DType::F32, Device::cpu(), 5).affine(10, 0).round();  // many ties
-    for (bool asc : {true, false}) {
-      Tensor c = x.arg_sort_last_dim(asc);
-      Tensor g = x.to_device(gpu()).arg_sort_last_dim(asc);
-      EXPECT_EQ(g.to_vector<uint32_t>(), c.to_vector<uint32_t>()) << n << (asc ? " asc" : " desc");
+  for (size_t n : {size_t(1), size_t(1000), size_t(4097), size_t(5000), size_t(32768), size_t(70000)})
+    for (DType dt : {DType::F32, DType::F16, DType::I64, DType::U8, DType::F64}) {
+      const double spread = dt == DType::U8 ? 40 : 10;
+      Tensor x = Tensor::randn({3, n}, DType::F32, Device::cpu(), 5).affine(spread, 0).round();  // many ties
+      if (dt == DType::U8) x = x.abs();
+      x = x.to_dtype(dt);
+      for (bool asc : {true, false}) {
+        Tensor c = x.arg_sort_last_dim(asc);
+        Tensor g = x.to_device(gpu()).arg_sort_last_dim(asc);
+        EXPECT_EQ(g.to_vector<uint32_t>(), c.to_vector<uint32_t>())
+            << n << " " << dtype_name(dt) << (asc ? " asc" : " desc");
+      }
     }
-  }
+  Tensor x = Tensor::randn({6000, 3}, DType::F32, Device::cpu(), 6).affine(10, 0).round();
+  EXPECT_EQ(x.to_device(gpu()).t().arg_sort_last_dim(true).to_vector<uint32_t>(),
+            x.t().arg_sort_last_dim(true).to_vector<uint32_t>())
+      << "transposed (3, 6000)";
 }
 
 // top_k: the kernel's bounded gather (k <= 512), its radix select (larger k, or too many keys at

@@ -10,8 +10,8 @@
 // keys: NaN largest, -0.0 equal to 0.0, inverted for descending), and (key, index) pairs are
 // sorted; the index tie-break makes every pair distinct, so any sorting network is stable.
 // Rows up to kSortTile: a bitonic sort in shared memory, several short rows per block. Longer
-// rows: tiles of kSortTile sorted that way, then merge passes through global memory that
-// double the sorted runs (each element finds its place by binary search in the other run).
+// rows: tiles of kSortTile sorted that way, then merge passes that double the sorted runs (merge
+// path: a block merges a chunk of the output in shared memory).
 // No warp shuffles anywhere: any warp width works.
 #include <algorithm>
 #include <memory>
@@ -221,34 +221,88 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
   }
 }
 
-// Merges neighbouring sorted runs of w elements of every row into runs of 2w. Pairs are
-// distinct, so each element's place is its rank in its own run plus the count of smaller
-// pairs in the other run.
+// The number of A's pairs among the first d pairs of the merge of sorted runs A (la pairs) and B
+// (lb): the point where diagonal d crosses the merge path, found by binary search. Pairs are
+// distinct (the index breaks ties), so the merge and its path are the sort's order.
+template <class K>
+__device__ __forceinline__ int64_t merge_split(int64_t d, int64_t la, int64_t lb, const K* ak, const uint32_t* ai,
+                                               const K* bk, const uint32_t* bi) {
+  int64_t lo = d > lb ? d - lb : 0, hi = d < la ? d : la;
+  while (lo < hi) {
+    const int64_t m = (lo + hi) / 2;
+    if (pair_less(ak[m], ai[m], bk[d - 1 - m], bi[d - 1 - m])) lo = m + 1;
+    else hi = m;
+  }
+  return lo;
+}
+
+constexpr int kMergeItems = 8;                     // merged outputs per thread
+constexpr int kMergeChunk = kBlock * kMergeItems;  // merged outputs per block
+static_assert((2 * kSortTile) % kMergeChunk == 0, "a chunk lies within one merge of two runs");
+
+// Merges neighbouring sorted runs of w elements of every row into runs of 2w. A row's output is cut
+// into chunks of kMergeChunk (one block each, grid-stride): the block finds where the chunk's first
+// and last outputs cross the merge path (two binary searches in global memory), stages the pairs
+// that make up the chunk in shared memory, and each thread merges kMergeItems outputs from its own
+// diagonal there into registers; the chunk leaves in coalesced stores. (It replaced a pass in which
+// every element binary-searched the other run in global memory: 15 dependent loads an element.)
 template <class K>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
     merge_pass_kernel(const K* WICK_RESTRICT kin, const uint32_t* WICK_RESTRICT iin, K* WICK_RESTRICT kout,
-                      uint32_t* WICK_RESTRICT iout, int64_t total, int64_t n, int64_t w) {
+                      uint32_t* WICK_RESTRICT iout, int64_t n_rows, int64_t n, int64_t w) {
   kernel_entry();
-  const int64_t step = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += step) {
-    const int64_t row = e / n, p = e - row * n;
+  __shared__ K sk[kMergeChunk];
+  __shared__ uint32_t si[kMergeChunk];
+  __shared__ int64_t split[2];
+  const int64_t chunks = ceil_div(n, kMergeChunk);
+  for (int64_t c = blockIdx.x; c < n_rows * chunks; c += gridDim.x) {
+    const int64_t row = c / chunks, p0 = (c - row * chunks) * kMergeChunk;
+    const int64_t start = p0 / (2 * w) * (2 * w);
+    const int64_t mid = start + w < n ? start + w : n, end = start + 2 * w < n ? start + 2 * w : n;
+    const int64_t la = mid - start, lb = end - mid;
     const K* rk = kin + row * n;
     const uint32_t* ri = iin + row * n;
-    const int64_t start = (p / (2 * w)) * (2 * w);
-    const int64_t mid = start + w < n ? start + w : n, end = start + 2 * w < n ? start + 2 * w : n;
-    const K key = rk[p];
-    const uint32_t id = ri[p];
-    const bool in_a = p < mid;
-    int64_t lo = in_a ? mid : start, hi = in_a ? end : mid;
-    const int64_t first = lo;
-    while (lo < hi) {
-      const int64_t m = lo + (hi - lo) / 2;
-      if (pair_less(rk[m], ri[m], key, id)) lo = m + 1;
-      else hi = m;
+    const int64_t d0 = p0 - start, d1 = (p0 + kMergeChunk < end ? p0 + kMergeChunk : end) - start;
+    if (threadIdx.x < 2)
+      split[threadIdx.x] = merge_split(threadIdx.x == 0 ? d0 : d1, la, lb, rk + start, ri + start, rk + mid, ri + mid);
+    __syncthreads();
+    const int64_t a0 = split[0], b0 = d0 - a0;
+    const int na = int(split[1] - a0), len = int(d1 - d0), nb = len - na;
+    for (int e = int(threadIdx.x); e < len; e += blockDim.x) {
+      const int64_t src = e < na ? start + a0 + e : mid + b0 + (e - na);
+      sk[e] = rk[src];
+      si[e] = ri[src];
     }
-    const int64_t dst = start + (in_a ? p - start : p - mid) + (lo - first);
-    if (kout) kout[row * n + dst] = key;
-    iout[row * n + dst] = id;
+    __syncthreads();
+    const int d = int(threadIdx.x) * kMergeItems;
+    K mk[kMergeItems];
+    uint32_t mi[kMergeItems];
+    if (d < len) {
+      int ia = int(merge_split<K>(d, na, nb, sk, si, sk + na, si + na)), ib = d - ia;
+#pragma unroll
+      for (int j = 0; j < kMergeItems; ++j) {
+        if (d + j >= len) break;
+        const bool take_a = ib >= nb || (ia < na && pair_less(sk[ia], si[ia], sk[na + ib], si[na + ib]));
+        const int src = take_a ? ia++ : na + ib++;
+        mk[j] = sk[src];
+        mi[j] = si[src];
+      }
+    }
+    __syncthreads();  // every thread has read its pairs before they are overwritten
+    if (d < len) {
+#pragma unroll
+      for (int j = 0; j < kMergeItems; ++j) {
+        if (d + j >= len) break;
+        sk[d + j] = mk[j];
+        si[d + j] = mi[j];
+      }
+    }
+    __syncthreads();
+    for (int e = int(threadIdx.x); e < len; e += blockDim.x) {
+      if (kout) kout[row * n + p0 + e] = sk[e];
+      iout[row * n + p0 + e] = si[e];
+    }
+    __syncthreads();  // sk/si are rewritten by the next chunk
   }
 }
 
@@ -527,11 +581,12 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur],
                   i_buf[cur]);
     check_launch("arg_sort");
+    const unsigned merge_grid = unsigned(std::min<int64_t>(n_rows * ceil_div(n, kMergeChunk), int64_t(1) << 20));
     int pass = 0;
     for (int64_t w = kSortTile; w < n; w *= 2, ++pass) {
       K* kout = pass + 1 == passes ? nullptr : k_buf[cur ^ 1];
-      launch_kernel(merge_pass_kernel<K>, grid_for(total), kBlock, 0, st, k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1],
-                    total, n, w);
+      launch_kernel(merge_pass_kernel<K>, merge_grid, kBlock, 0, st, k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1],
+                    n_rows, n, w);
       check_launch("arg_sort_merge");
       cur ^= 1;
     }
