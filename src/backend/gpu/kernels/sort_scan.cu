@@ -168,6 +168,11 @@ template <class K> __device__ __forceinline__ void bitonic_swap(K* sk, uint32_t*
 
 constexpr int kSortTile = 2048;           // elements sorted in shared memory by one block
 constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and index, sorts last
+constexpr int kTileItems = kSortTile / kBlock;  // positions of a tile a thread owns (sort_tiles_kernel)
+// Shared-memory slot of tile position p: one pad slot after every 32, so that a warp's threads
+// reading their own runs (position t * kTileItems + e) hit 32 different banks.
+__device__ __forceinline__ int tile_slot(int p) { return p + (p >> 5); }
+static_assert(kSortTile % kBlock == 0 && (kTileItems & (kTileItems - 1)) == 0, "a power-of-two share a thread");
 
 // Sorts tiles of P (a power of two <= kSortTile) elements: tile t of a row covers positions
 // [t * P, min(n, (t + 1) * P)); kSortTile / P tiles per block. Writes the sorted indices (and
@@ -178,8 +183,8 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
                       bool ascending, sort_key_t<T>* WICK_RESTRICT keys_out, uint32_t* WICK_RESTRICT idx_out) {
   kernel_entry();
   using K = sort_key_t<T>;
-  __shared__ K sk[kSortTile];
-  __shared__ uint32_t si[kSortTile];
+  __shared__ K sk[kSortTile + kSortTile / 32];
+  __shared__ uint32_t si[kSortTile + kSortTile / 32];
   const int64_t tiles_per_row = ceil_div(n, P), n_tiles = n_rows * tiles_per_row;
   const int64_t per_block = kSortTile / P;
   for (int64_t t0 = int64_t(blockIdx.x) * per_block; t0 < n_tiles; t0 += int64_t(gridDim.x) * per_block) {
@@ -194,26 +199,60 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
           id = uint32_t(pos);
         }
       }
-      sk[e] = key;
-      si[e] = id;
+      sk[tile_slot(e)] = key;
+      si[tile_slot(e)] = id;
     }
     __syncthreads();
+    // Thread t owns positions [t * kTileItems, (t + 1) * kTileItems): steps of distance j >= kTileItems
+    // pair positions of two threads (through shared memory, a barrier each); the shorter ones stay
+    // inside a thread's own run and take its registers, one barrier for all of them.
+    const int own = int(threadIdx.x) * kTileItems;
     for (int k = 2; k <= P; k <<= 1) {
-      for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int j = k >> 1; j >= kTileItems; j >>= 1) {
         for (int q = int(threadIdx.x); q < kSortTile / 2; q += blockDim.x) {
           const int i = 2 * j * (q / j) + (q % j), m = i + j;
-          bitonic_swap(sk, si, i, m, ((i & (P - 1)) & k) == 0);  // every tile ends ascending
+          bitonic_swap(sk, si, tile_slot(i), tile_slot(m), ((i & (P - 1)) & k) == 0);  // every tile ends ascending
         }
         __syncthreads();
       }
+      K rk[kTileItems];
+      uint32_t ri[kTileItems];
+#pragma unroll
+      for (int e = 0; e < kTileItems; ++e) {
+        rk[e] = sk[tile_slot(own + e)];
+        ri[e] = si[tile_slot(own + e)];
+      }
+#pragma unroll
+      for (int j = kTileItems / 2; j > 0; j >>= 1) {
+        if (j >= k) continue;  // a step of this k (j <= k / 2)
+#pragma unroll
+        for (int e = 0; e < kTileItems; ++e) {
+          if (e & j) continue;
+          const bool up = (((own + e) & (P - 1)) & k) == 0;
+          if (pair_less(rk[e + j], ri[e + j], rk[e], ri[e]) == up) {
+            const K tk = rk[e];
+            const uint32_t ti = ri[e];
+            rk[e] = rk[e + j];
+            ri[e] = ri[e + j];
+            rk[e + j] = tk;
+            ri[e + j] = ti;
+          }
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < kTileItems; ++e) {
+        sk[tile_slot(own + e)] = rk[e];
+        si[tile_slot(own + e)] = ri[e];
+      }
+      __syncthreads();
     }
     for (int e = int(threadIdx.x); e < kSortTile; e += blockDim.x) {
       const int64_t tile = t0 + e / P;
       if (tile < n_tiles) {
         const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + e % P;
         if (pos < n) {
-          if (keys_out) keys_out[row * n + pos] = sk[e];
-          idx_out[row * n + pos] = si[e];
+          if (keys_out) keys_out[row * n + pos] = sk[tile_slot(e)];
+          idx_out[row * n + pos] = si[tile_slot(e)];
         }
       }
     }
