@@ -174,6 +174,51 @@ constexpr int kTileItems = kSortTile / kBlock;  // positions of a tile a thread 
 __device__ __forceinline__ int tile_slot(int p) { return p + (p >> 5); }
 static_assert(kSortTile % kBlock == 0 && (kTileItems & (kTileItems - 1)) == 0, "a power-of-two share a thread");
 
+// L consecutive steps of level k of the bitonic network over the tile in shared memory (distances
+// j, j / 2, ..., j >> (L - 1)), in registers: the positions these steps pair fall into groups of 2^L
+// (a base with those L bits clear, plus every sum of the distances), each thread takes
+// kTileItems / 2^L groups, loads them, runs the L steps and stores them back (the caller's barrier
+// follows). One load and store of each position per L steps, not per step; every position of a group
+// shares bit k, so one direction serves the group (every tile of P positions ends ascending).
+template <class K, int L>
+__device__ __forceinline__ void bitonic_group(K* sk, uint32_t* si, int k, int j, int P) {
+  constexpr int G = 1 << L, kGroups = kTileItems / G;
+  static_assert(kGroups >= 1, "a thread holds whole groups");
+  const int jl = j >> (L - 1);  // the shortest distance: group position e sits at base + e * jl
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int q = int(threadIdx.x) * kGroups + g;
+    const int base = (q / jl) * (jl * G) + q % jl;
+    const bool up = ((base & (P - 1)) & k) == 0;
+    K rk[G];
+    uint32_t ri[G];
+#pragma unroll
+    for (int e = 0; e < G; ++e) {
+      rk[e] = sk[tile_slot(base + e * jl)];
+      ri[e] = si[tile_slot(base + e * jl)];
+    }
+#pragma unroll
+    for (int d = G / 2; d > 0; d >>= 1)  // distance j first (e bit L - 1), then halving
+#pragma unroll
+      for (int e = 0; e < G; ++e) {
+        if (e & d) continue;
+        if (pair_less(rk[e + d], ri[e + d], rk[e], ri[e]) == up) {
+          const K tk = rk[e];
+          const uint32_t ti = ri[e];
+          rk[e] = rk[e + d];
+          ri[e] = ri[e + d];
+          rk[e + d] = tk;
+          ri[e + d] = ti;
+        }
+      }
+#pragma unroll
+    for (int e = 0; e < G; ++e) {
+      sk[tile_slot(base + e * jl)] = rk[e];
+      si[tile_slot(base + e * jl)] = ri[e];
+    }
+  }
+}
+
 // Sorts tiles of P (a power of two <= kSortTile) elements: tile t of a row covers positions
 // [t * P, min(n, (t + 1) * P)); kSortTile / P tiles per block. Writes the sorted indices (and
 // keys, when keys_out is set) to row * n + position.
@@ -203,49 +248,21 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
       si[tile_slot(e)] = id;
     }
     __syncthreads();
-    // Thread t owns positions [t * kTileItems, (t + 1) * kTileItems): steps of distance j >= kTileItems
-    // pair positions of two threads (through shared memory, a barrier each); the shorter ones stay
-    // inside a thread's own run and take its registers, one barrier for all of them.
-    const int own = int(threadIdx.x) * kTileItems;
-    for (int k = 2; k <= P; k <<= 1) {
-      for (int j = k >> 1; j >= kTileItems; j >>= 1) {
-        for (int q = int(threadIdx.x); q < kSortTile / 2; q += blockDim.x) {
-          const int i = 2 * j * (q / j) + (q % j), m = i + j;
-          bitonic_swap(sk, si, tile_slot(i), tile_slot(m), ((i & (P - 1)) & k) == 0);  // every tile ends ascending
+    // Level k's steps (distances k / 2 .. 1) three at a time, one barrier for each three.
+    for (int k = 2; k <= P; k <<= 1)
+      for (int j = k >> 1; j > 0;) {
+        if (j >= 4) {
+          bitonic_group<K, 3>(sk, si, k, j, P);
+          j >>= 3;
+        } else if (j == 2) {
+          bitonic_group<K, 2>(sk, si, k, j, P);
+          j = 0;
+        } else {
+          bitonic_group<K, 1>(sk, si, k, j, P);
+          j = 0;
         }
         __syncthreads();
       }
-      K rk[kTileItems];
-      uint32_t ri[kTileItems];
-#pragma unroll
-      for (int e = 0; e < kTileItems; ++e) {
-        rk[e] = sk[tile_slot(own + e)];
-        ri[e] = si[tile_slot(own + e)];
-      }
-#pragma unroll
-      for (int j = kTileItems / 2; j > 0; j >>= 1) {
-        if (j >= k) continue;  // a step of this k (j <= k / 2)
-#pragma unroll
-        for (int e = 0; e < kTileItems; ++e) {
-          if (e & j) continue;
-          const bool up = (((own + e) & (P - 1)) & k) == 0;
-          if (pair_less(rk[e + j], ri[e + j], rk[e], ri[e]) == up) {
-            const K tk = rk[e];
-            const uint32_t ti = ri[e];
-            rk[e] = rk[e + j];
-            ri[e] = ri[e + j];
-            rk[e + j] = tk;
-            ri[e + j] = ti;
-          }
-        }
-      }
-#pragma unroll
-      for (int e = 0; e < kTileItems; ++e) {
-        sk[tile_slot(own + e)] = rk[e];
-        si[tile_slot(own + e)] = ri[e];
-      }
-      __syncthreads();
-    }
     for (int e = int(threadIdx.x); e < kSortTile; e += blockDim.x) {
       const int64_t tile = t0 + e / P;
       if (tile < n_tiles) {
