@@ -9,9 +9,9 @@
 // arg_sort: each element becomes an unsigned key whose order is the sort order (the CPU's
 // keys: NaN largest, -0.0 equal to 0.0, inverted for descending), and (key, index) pairs are
 // sorted; the index tie-break makes every pair distinct, so any sorting network is stable.
-// Rows up to kSortTile: a bitonic sort in shared memory, several short rows per block. Longer
-// rows: tiles of kSortTile sorted that way, then merge passes that double the sorted runs (merge
-// path: a block merges a chunk of the output in shared memory).
+// Rows up to a tile (4096, or 2048 for 8-byte keys): a bitonic sort in shared memory, several
+// short rows per block. Longer rows: tiles sorted that way, then merge passes that double the
+// sorted runs (merge path: a block merges a chunk of the output in shared memory).
 // No warp shuffles anywhere: any warp width works.
 #include <algorithm>
 #include <memory>
@@ -166,23 +166,31 @@ template <class K> __device__ __forceinline__ void bitonic_swap(K* sk, uint32_t*
   }
 }
 
-constexpr int kSortTile = 2048;           // elements sorted in shared memory by one block
+// Elements sorted in shared memory by one block: 4096 for keys of up to 4 bytes (32 KiB with the
+// indices), 2048 for 8-byte keys (within the 48 KiB of static shared memory). A larger tile is one
+// merge pass fewer.
+template <class K> constexpr int sort_tile() { return sizeof(K) <= 4 ? 4096 : 2048; }
+constexpr int kMinSortTile = 2048;
 constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and index, sorts last
-constexpr int kTileItems = kSortTile / kBlock;  // positions of a tile a thread owns (sort_tiles_kernel)
+// Positions of a tile a thread owns (sort_tiles_kernel), and the bitonic steps one barrier covers.
+template <class K> constexpr int tile_items() { return sort_tile<K>() / kBlock; }
+template <class K> constexpr int group_steps() { return tile_items<K>() == 16 ? 4 : 3; }
+static_assert(kMinSortTile % kBlock == 0 && sort_tile<uint32_t>() / kBlock == 16 &&
+                  sort_tile<uint64_t>() / kBlock == 8,
+              "16 or 8 positions a thread");
 // Shared-memory slot of tile position p: one pad slot after every 32, so that a warp's threads
-// reading their own runs (position t * kTileItems + e) hit 32 different banks.
+// reading their own runs (position t * tile_items + e) hit 32 different banks.
 __device__ __forceinline__ int tile_slot(int p) { return p + (p >> 5); }
-static_assert(kSortTile % kBlock == 0 && (kTileItems & (kTileItems - 1)) == 0, "a power-of-two share a thread");
 
 // L consecutive steps of level k of the bitonic network over the tile in shared memory (distances
 // j, j / 2, ..., j >> (L - 1)), in registers: the positions these steps pair fall into groups of 2^L
 // (a base with those L bits clear, plus every sum of the distances), each thread takes
-// kTileItems / 2^L groups, loads them, runs the L steps and stores them back (the caller's barrier
+// tile_items / 2^L groups, loads them, runs the L steps and stores them back (the caller's barrier
 // follows). One load and store of each position per L steps, not per step; every position of a group
 // shares bit k, so one direction serves the group (every tile of P positions ends ascending).
 template <class K, int L>
 __device__ __forceinline__ void bitonic_group(K* sk, uint32_t* si, int k, int j, int P) {
-  constexpr int G = 1 << L, kGroups = kTileItems / G;
+  constexpr int G = 1 << L, kGroups = tile_items<K>() / G;
   static_assert(kGroups >= 1, "a thread holds whole groups");
   const int jl = j >> (L - 1);  // the shortest distance: group position e sits at base + e * jl
 #pragma unroll
@@ -219,8 +227,8 @@ __device__ __forceinline__ void bitonic_group(K* sk, uint32_t* si, int k, int j,
   }
 }
 
-// Sorts tiles of P (a power of two <= kSortTile) elements: tile t of a row covers positions
-// [t * P, min(n, (t + 1) * P)); kSortTile / P tiles per block. Writes the sorted indices (and
+// Sorts tiles of P (a power of two <= sort_tile<K>) elements: tile t of a row covers positions
+// [t * P, min(n, (t + 1) * P)); sort_tile / P tiles per block. Writes the sorted indices (and
 // keys, when keys_out is set) to row * n + position.
 template <class T>
 __global__ void WICK_LAUNCH_BOUNDS(kBlock)
@@ -228,12 +236,13 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
                       bool ascending, sort_key_t<T>* WICK_RESTRICT keys_out, uint32_t* WICK_RESTRICT idx_out) {
   kernel_entry();
   using K = sort_key_t<T>;
-  __shared__ K sk[kSortTile + kSortTile / 32];
-  __shared__ uint32_t si[kSortTile + kSortTile / 32];
+  constexpr int kTile = sort_tile<K>(), kSteps = group_steps<K>();
+  __shared__ K sk[kTile + kTile / 32];
+  __shared__ uint32_t si[kTile + kTile / 32];
   const int64_t tiles_per_row = ceil_div(n, P), n_tiles = n_rows * tiles_per_row;
-  const int64_t per_block = kSortTile / P;
+  const int64_t per_block = kTile / P;
   for (int64_t t0 = int64_t(blockIdx.x) * per_block; t0 < n_tiles; t0 += int64_t(gridDim.x) * per_block) {
-    for (int e = int(threadIdx.x); e < kSortTile; e += blockDim.x) {
+    for (int e = int(threadIdx.x); e < kTile; e += blockDim.x) {
       const int64_t tile = t0 + e / P;
       K key = K(~K(0));
       uint32_t id = kPadIndex;
@@ -248,12 +257,15 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
       si[tile_slot(e)] = id;
     }
     __syncthreads();
-    // Level k's steps (distances k / 2 .. 1) three at a time, one barrier for each three.
+    // Level k's steps (distances k / 2 .. 1) kSteps at a time, one barrier for each group of steps.
     for (int k = 2; k <= P; k <<= 1)
       for (int j = k >> 1; j > 0;) {
-        if (j >= 4) {
+        if (j >= (1 << (kSteps - 1))) {
+          bitonic_group<K, kSteps>(sk, si, k, j, P);
+          j >>= kSteps;
+        } else if (j == 4) {
           bitonic_group<K, 3>(sk, si, k, j, P);
-          j >>= 3;
+          j = 0;
         } else if (j == 2) {
           bitonic_group<K, 2>(sk, si, k, j, P);
           j = 0;
@@ -263,7 +275,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
         }
         __syncthreads();
       }
-    for (int e = int(threadIdx.x); e < kSortTile; e += blockDim.x) {
+    for (int e = int(threadIdx.x); e < kTile; e += blockDim.x) {
       const int64_t tile = t0 + e / P;
       if (tile < n_tiles) {
         const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + e % P;
@@ -294,7 +306,7 @@ __device__ __forceinline__ int64_t merge_split(int64_t d, int64_t la, int64_t lb
 
 constexpr int kMergeItems = 8;                     // merged outputs per thread
 constexpr int kMergeChunk = kBlock * kMergeItems;  // merged outputs per block
-static_assert((2 * kSortTile) % kMergeChunk == 0, "a chunk lies within one merge of two runs");
+static_assert((2 * kMinSortTile) % kMergeChunk == 0, "a chunk lies within one merge of two runs");
 
 // Merges neighbouring sorted runs of w elements of every row into runs of 2w. A row's output is cut
 // into chunks of kMergeChunk (one block each, grid-stride): the block finds where the chunk's first
@@ -616,11 +628,12 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     using T = decltype(tag);
     using K = sort_key_t<T>;
     gpuStream_t st = stream();
+    constexpr int kTile = sort_tile<K>();
     int P = 1;
-    while (P < kSortTile && P < n) P *= 2;
+    while (P < kTile && P < n) P *= 2;
     const int64_t n_tiles = n_rows * ceil_div(n, P);
-    const unsigned grid = grid_for(ceil_div(n_tiles, kSortTile / P), 1);
-    if (n <= kSortTile) {
+    const unsigned grid = grid_for(ceil_div(n_tiles, kTile / P), 1);
+    if (n <= kTile) {
       launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, nullptr,
                     o_ptr);
       check_launch("arg_sort");
@@ -631,7 +644,7 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     K* k_buf[2] = {static_cast<K*>(keys.b.ptr), static_cast<K*>(keys.b.ptr) + total};
     // Ping-pong between a scratch index buffer and the output so that the last pass lands in out.
     int passes = 0;
-    for (int64_t w = kSortTile; w < n; w *= 2) ++passes;
+    for (int64_t w = kTile; w < n; w *= 2) ++passes;
     uint32_t* i_buf[2] = {static_cast<uint32_t*>(idx.b.ptr), o_ptr};
     int cur = passes % 2 == 0 ? 1 : 0;
     launch_kernel(sort_tiles_kernel<T>, grid, kBlock, 0, st, ptr<T>(), rd, n_rows, n, s, P, ascending, k_buf[cur],
@@ -639,7 +652,7 @@ StoragePtr GpuStorage::arg_sort(const Layout& l, bool ascending) const {
     check_launch("arg_sort");
     const unsigned merge_grid = unsigned(std::min<int64_t>(n_rows * ceil_div(n, kMergeChunk), int64_t(1) << 20));
     int pass = 0;
-    for (int64_t w = kSortTile; w < n; w *= 2, ++pass) {
+    for (int64_t w = kTile; w < n; w *= 2, ++pass) {
       K* kout = pass + 1 == passes ? nullptr : k_buf[cur ^ 1];
       launch_kernel(merge_pass_kernel<K>, merge_grid, kBlock, 0, st, k_buf[cur], i_buf[cur], kout, i_buf[cur ^ 1],
                     n_rows, n, w);
