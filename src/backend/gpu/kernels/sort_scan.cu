@@ -239,18 +239,50 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
   constexpr int kTile = sort_tile<K>(), kSteps = group_steps<K>();
   __shared__ K sk[kTile + kTile / 32];
   __shared__ uint32_t si[kTile + kTile / 32];
+  // Where each of the round's tiles reads and writes, worked out once per tile (two 64-bit
+  // divisions) instead of once per element, for up to kBlock tiles a round (P >= kTile / kBlock).
+  __shared__ int64_t tab_in[kBlock], tab_out[kBlock];
+  __shared__ uint32_t tab_pos[kBlock];
+  __shared__ int tab_len[kBlock];
   const int64_t tiles_per_row = ceil_div(n, P), n_tiles = n_rows * tiles_per_row;
   const int64_t per_block = kTile / P;
+  const bool table = per_block <= kBlock;
+  const int shift = __ffs(P) - 1;  // P is a power of two
   for (int64_t t0 = int64_t(blockIdx.x) * per_block; t0 < n_tiles; t0 += int64_t(gridDim.x) * per_block) {
+    if (table) {
+      if (threadIdx.x < per_block) {
+        const int64_t tile = t0 + threadIdx.x;
+        int64_t row = 0, pos0 = 0;
+        int len = 0;
+        if (tile < n_tiles) {
+          row = tile / tiles_per_row;
+          pos0 = (tile - row * tiles_per_row) * P;
+          len = int(n - pos0 < P ? n - pos0 : P);
+        }
+        tab_in[threadIdx.x] = len ? rows.offset(0, row) + pos0 * s : 0;
+        tab_out[threadIdx.x] = row * n + pos0;
+        tab_pos[threadIdx.x] = uint32_t(pos0);
+        tab_len[threadIdx.x] = len;
+      }
+      __syncthreads();
+    }
     for (int e = int(threadIdx.x); e < kTile; e += blockDim.x) {
-      const int64_t tile = t0 + e / P;
       K key = K(~K(0));
       uint32_t id = kPadIndex;
-      if (tile < n_tiles) {
-        const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + e % P;
-        if (pos < n) {
-          key = sort_key(in[rows.offset(0, row) + pos * s], ascending);
-          id = uint32_t(pos);
+      if (table) {
+        const int lt = e >> shift, c = e & (P - 1);
+        if (c < tab_len[lt]) {
+          key = sort_key(in[tab_in[lt] + c * s], ascending);
+          id = tab_pos[lt] + uint32_t(c);
+        }
+      } else {
+        const int64_t tile = t0 + (e >> shift);
+        if (tile < n_tiles) {
+          const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + (e & (P - 1));
+          if (pos < n) {
+            key = sort_key(in[rows.offset(0, row) + pos * s], ascending);
+            id = uint32_t(pos);
+          }
         }
       }
       sk[tile_slot(e)] = key;
@@ -276,16 +308,23 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
         __syncthreads();
       }
     for (int e = int(threadIdx.x); e < kTile; e += blockDim.x) {
-      const int64_t tile = t0 + e / P;
-      if (tile < n_tiles) {
-        const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + e % P;
-        if (pos < n) {
-          if (keys_out) keys_out[row * n + pos] = sk[tile_slot(e)];
-          idx_out[row * n + pos] = si[tile_slot(e)];
+      int64_t dst = -1;
+      if (table) {
+        const int lt = e >> shift, c = e & (P - 1);
+        if (c < tab_len[lt]) dst = tab_out[lt] + c;
+      } else {
+        const int64_t tile = t0 + (e >> shift);
+        if (tile < n_tiles) {
+          const int64_t row = tile / tiles_per_row, pos = (tile - row * tiles_per_row) * P + (e & (P - 1));
+          if (pos < n) dst = row * n + pos;
         }
       }
+      if (dst >= 0) {
+        if (keys_out) keys_out[dst] = sk[tile_slot(e)];
+        idx_out[dst] = si[tile_slot(e)];
+      }
     }
-    __syncthreads();  // sk/si are rewritten by the next round
+    __syncthreads();  // sk/si and the tables are rewritten by the next round
   }
 }
 
