@@ -387,21 +387,23 @@ __global__ void WICK_LAUNCH_BOUNDS(kBlock)
     if (d < len) {
       int ia = int(merge_split<K>(d, na, nb, sk, si, sk + na, si + na)), ib = d - ia;
 #pragma unroll
-      for (int j = 0; j < kMergeItems; ++j) {
-        if (d + j >= len) break;
-        const bool take_a = ib >= nb || (ia < na && pair_less(sk[ia], si[ia], sk[na + ib], si[na + ib]));
-        const int src = take_a ? ia++ : na + ib++;
-        mk[j] = sk[src];
-        mi[j] = si[src];
+      for (int j = 0; j < kMergeItems; ++j) {  // guarded, not cut short: trixie's clang 17 cannot unroll a break
+        if (d + j < len) {
+          const bool take_a = ib >= nb || (ia < na && pair_less(sk[ia], si[ia], sk[na + ib], si[na + ib]));
+          const int src = take_a ? ia++ : na + ib++;
+          mk[j] = sk[src];
+          mi[j] = si[src];
+        }
       }
     }
     __syncthreads();  // every thread has read its pairs before they are overwritten
     if (d < len) {
 #pragma unroll
       for (int j = 0; j < kMergeItems; ++j) {
-        if (d + j >= len) break;
-        sk[d + j] = mk[j];
-        si[d + j] = mi[j];
+        if (d + j < len) {
+          sk[d + j] = mk[j];
+          si[d + j] = mi[j];
+        }
       }
     }
     __syncthreads();
