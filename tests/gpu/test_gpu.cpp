@@ -113,9 +113,10 @@ TEST(GpuLarge, SixtyFourBitIndexing) {
   EXPECT_EQ(s.to_dtype(DType::F32).narrow(0, 0, 1).to_vector<float>()[0], 1.0f);
 }
 
-// Rows past one 2048-element tile take the merge passes: lengths that leave a last run shorter than
-// its partner (5000, 70000) or alone (4097), a power of two (32768), every key width (u8, f16, f32,
-// i64/f64: 1- to 8-byte keys), many ties (the index order among equal keys), and a strided view.
+// Rows past one tile (4096 positions, 2048 for 8-byte keys) take the merge passes: lengths that leave
+// a last run shorter than its partner (5000, 70000) or alone (4097 with 2048 tiles), a power of two
+// (32768), every key width (u8, f16, f32, i64/f64: 1- to 8-byte keys), many ties (the index order
+// among equal keys), and a strided view.
 TEST(GpuSort, LongRowsMatchTheCpu) {
   for (size_t n : {size_t(1), size_t(1000), size_t(4097), size_t(5000), size_t(32768), size_t(70000)})
     for (DType dt : {DType::F32, DType::F16, DType::I64, DType::U8, DType::F64}) {

@@ -150,7 +150,7 @@ void reduce_cases(Builder& b) {
           Tensor x = rnd({rows, cols}, DType::F32, dev, 13);
           return Body([x] { (void)x.arg_sort_last_dim(true); });
         });
-  // The same elements in rows of one 2048-element tile: the tile sort alone, no merge pass.
+  // The same elements in rows of 2048, within one tile: the tile sort alone, no merge pass.
   const size_t short_rows = b.dim(65536), short_cols = b.dim(2048);
   b.add("arg_sort_f32_65536x2048", "arg_sort", "f32", {short_rows, short_cols},
         nbytes(short_rows * short_cols, DType::F32) + nbytes(short_rows * short_cols, DType::U32), 0, [=](Device dev) {

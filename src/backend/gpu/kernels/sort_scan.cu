@@ -170,7 +170,7 @@ template <class K> __device__ __forceinline__ void bitonic_swap(K* sk, uint32_t*
 // indices), 2048 for 8-byte keys (within the 48 KiB of static shared memory). A larger tile is one
 // merge pass fewer.
 template <class K> constexpr int sort_tile() { return sizeof(K) <= 4 ? 4096 : 2048; }
-constexpr int kMinSortTile = 2048;
+constexpr int kMinSortTile = sort_tile<uint64_t>();
 constexpr uint32_t kPadIndex = 0xffffffffu;  // padding: the largest key and index, sorts last
 // Positions of a tile a thread owns (sort_tiles_kernel), and the bitonic steps one barrier covers.
 template <class K> constexpr int tile_items() { return sort_tile<K>() / kBlock; }
