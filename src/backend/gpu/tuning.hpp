@@ -82,6 +82,12 @@ inline constexpr int kAttnDecodeWideMergeRuns = 16;
 // Its runs are sized on the device to fill the GPU once; never fewer keys than this (a multiple of
 // every block's keys per step).
 inline constexpr int kAttnDecodeStreamMinRun = 32;
+// A cache view of at most this many keys (a recorded step's short view, llm/llama.cpp's kShortView:
+// llama-bench's tg128) takes the streaming kernel as one run per row group: its block walks every key
+// and writes the output, and no merge kernel is launched. 0: never. WICK_DECODE_ONE_RUN=<keys> sets
+// it (0 for the runs above). H200 A/B, tg128 t/s: 7B Q4_0 497.6 / 494.5 -> 503.8 / 505.7, 7B F16
+// 244.9 / 244.9 -> 245.4 / 245.3 (the 1.1B shape takes the tensor-core kernel and does not move).
+inline constexpr int kAttnDecodeOneRunKeys = 256;
 // The tensor-core decode kernel (decode_mma_kernel, NVIDIA sm_80+; 5 to 8 query rows per KV head,
 // d == dv in {64, 128}): warps per block (each walks its share of a run in tiles of 16 keys), tiles of
 // k and v rows in flight per warp (warps and stages: first choice, unmeasured), and the least keys a

@@ -1020,6 +1020,11 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
         smem = ring ? stream_ring_bytes(block) : 0;
         allow_smem(ordinal, reinterpret_cast<const void*>(kern), smem);
         fill_runs(int64_t(a.b) * d.h_kv * row_groups, kStreamMinRun);
+        static const int64_t one_run = [] {
+          const std::string v = tune::knob("WICK_DECODE_ONE_RUN");
+          return v.empty() ? int64_t(tune::kAttnDecodeOneRunKeys) : std::atoll(v.c_str());
+        }();
+        if (int64_t(a.t_kv) <= one_run) d.splits = 1;  // one run a row group, no merge kernel
       } else {
         d.splits = int((int64_t(a.t_kv) + kKeys - 1) / kKeys);
       }

@@ -36,17 +36,28 @@ template <> struct RawWord<16> { using type = uint4; };
 // Vector width of the aligned path: 16 bytes, at most 8 elements (f8 reads 8 bytes).
 template <class T> constexpr int kVec = 16 / int(sizeof(T)) < 8 ? 16 / int(sizeof(T)) : 8;
 
-template <class T, int V> __device__ __forceinline__ void load_vec(const T* p, compute_t<T>* x) {
+// A load kept as its raw word until it is used (fewer registers than V converted values).
+template <class T, int V> struct Raw {
+  using type = typename RawWord<sizeof(T) * V>::type;
+};
+template <class T> struct Raw<T, 1> {
+  using type = T;
+};
+template <class T, int V> __device__ __forceinline__ typename Raw<T, V>::type load_raw(const T* p) {
+  return *reinterpret_cast<const typename Raw<T, V>::type*>(p);
+}
+template <class T, int V> __device__ __forceinline__ void unpack_raw(const typename Raw<T, V>::type& w, compute_t<T>* x) {
   if constexpr (V == 1) {
-    x[0] = to_compute(p[0]);
+    x[0] = to_compute(w);
   } else {
-    using W = typename RawWord<sizeof(T) * V>::type;
-    const W w = *reinterpret_cast<const W*>(p);
     T t[V];
-    __builtin_memcpy(t, &w, sizeof(W));
+    __builtin_memcpy(t, &w, sizeof(w));
 #pragma unroll
     for (int j = 0; j < V; ++j) x[j] = to_compute(t[j]);
   }
+}
+template <class T, int V> __device__ __forceinline__ void load_vec(const T* p, compute_t<T>* x) {
+  unpack_raw<T, V>(load_raw<T, V>(p), x);
 }
 template <class T, int V> __device__ __forceinline__ void store_vec(T* p, const compute_t<T>* c) {
   if constexpr (V == 1) {
@@ -225,6 +236,7 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
   kernel_entry();
   using C = compute_t<T>;
   constexpr int K = E / V;
+  constexpr bool kEarlyW = E <= 16 && K * ((V * sizeof(T) + 3) / 4) <= 8;  // the weight's words: 8 registers
   __shared__ C red[2][kMaxWarpsPerBlock];
   int ph = 0;  // which red buffer the next reduction uses (rms_norm has one per row)
   const int per_block = int(blockDim.x) / g, lane = int(threadIdx.x) % g, sub = int(threadIdx.x) / g;
@@ -235,6 +247,16 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
     const int64_t off = (row < rows ? row : 0) * n_cols;
     C x[E];
     load_row<T, V, K>(in + off, n, lane, g, x);
+    // The weight's chunks load with the row, before the reduction: loaded after it they were one
+    // more round trip to memory on the path of a one-row (decode step) norm. Only where they fit
+    // the registers beside the row (the 64 of the launch bound; larger shares spilled).
+    typename Raw<T, V>::type wq[kEarlyW ? K : 1] = {};
+    if constexpr (kEarlyW)
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int col = chunk_col(k, lane, g, V);
+        if (w && col < n) wq[k] = load_raw<T, V>(w + col);
+      }
     if (res) add_residual<T, V, K>(res + off, sum + off, n, lane, g, x);
     C mean = 0;
     if (!rms) {
@@ -262,7 +284,10 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kNnMaxRowBlock)
       if (col < n) {
         C wv[V], bv[V];
         if (w) {
-          load_vec<T, V>(w + col, wv);
+          if constexpr (kEarlyW)
+            unpack_raw<T, V>(wq[k], wv);
+          else
+            load_vec<T, V>(w + col, wv);
         } else {
 #pragma unroll
           for (int j = 0; j < V; ++j) wv[j] = C(1);
