@@ -4,6 +4,10 @@ set(WICK_GPU_TARGETS "" CACHE STRING
     "GPU architectures: CUDA compute capabilities (80;90) or AMD gfx names (gfx90a;gfx942;...)")
 file(GLOB WICK_GPU_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backend/gpu/*.cu
      ${PROJECT_SOURCE_DIR}/src/backend/gpu/kernels/*.cu)
+# The Hopper attention kernel uses wgmma, which only sm_90a code has: built alone for that arch
+# (below) where the CUDA targets include 90, and taken only on compute capability 9.0 devices.
+set(wick_wgmma_src ${PROJECT_SOURCE_DIR}/src/backend/gpu/kernels/attention_flash_wgmma.cu)
+list(REMOVE_ITEM WICK_GPU_SOURCES ${wick_wgmma_src})
 
 if(WICK_GPU STREQUAL "cuda")
   if(WICK_GPU_TARGETS STREQUAL "")
@@ -28,6 +32,18 @@ if(WICK_GPU STREQUAL "cuda")
       $<$<BOOL:${WICK_WERROR}>:-Werror=all-warnings>>)
   target_link_libraries(wick PUBLIC CUDA::cudart CUDA::cublas)
   target_compile_definitions(wick PUBLIC WICK_HAVE_GPU PRIVATE WICK_GPU_CUDA)
+  if(WICK_GPU_EMULATE STREQUAL "off" AND WICK_GPU_TARGETS MATCHES "(^|;)90")
+    add_library(wick_wgmma OBJECT ${wick_wgmma_src})
+    set_target_properties(wick_wgmma PROPERTIES CUDA_ARCHITECTURES OFF CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
+                                                CUDA_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
+    target_compile_options(wick_wgmma PRIVATE --generate-code=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr
+      -Xcompiler=-Wall,-Wextra $<$<BOOL:${WICK_WERROR}>:-Werror=all-warnings>)
+    target_include_directories(wick_wgmma PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+    target_compile_definitions(wick_wgmma PRIVATE WICK_HAVE_GPU WICK_GPU_CUDA)
+    target_link_libraries(wick_wgmma PRIVATE CUDA::cudart)
+    target_sources(wick PRIVATE $<TARGET_OBJECTS:wick_wgmma>)
+    target_compile_definitions(wick PRIVATE WICK_HAVE_WGMMA)
+  endif()
   # AMD paths executed on the NVIDIA GPU (docs/gpu.md): device code behaves as on AMD CDNA (64-lane
   # waves emulated on warp pairs) or RDNA (32 lanes), with AMD's tuning and portable paths.
   if(WICK_GPU_EMULATE STREQUAL "cdna")

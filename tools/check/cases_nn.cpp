@@ -193,6 +193,12 @@ void add_nn_cases(std::vector<Case>& out) {
     Tensor v = in.x({2, 10, 2, 8}, 446).transpose(1, 2);
     return {attention(q, k, v, true)};
   });
+  add(out, "attention", "bthd,d128,gqa,causal", kAttnFloats, [](Inputs& in) -> std::vector<Tensor> {
+    Tensor q = in.x({1, in.n(150), 4, 128}, 450).transpose(1, 2);
+    Tensor k = in.x({1, 150, 2, 128}, 451).transpose(1, 2);
+    Tensor v = in.x({1, 150, 2, 128}, 452).transpose(1, 2);
+    return {attention(q, k, v, true)};
+  });
   add(out, "attention", "bthd,d64,causal", kAttnFloats, [](Inputs& in) -> std::vector<Tensor> {
     Tensor q = in.x({1, in.n(67), 4, 64}, 447).transpose(1, 2);
     Tensor k = in.x({1, 67, 2, 64}, 448).transpose(1, 2);

@@ -108,6 +108,10 @@ inline constexpr int kFlashWarps = 4;
 inline constexpr int kFlashRowBlocks = 2;
 inline constexpr int kFlashKeys = 32;
 inline constexpr int kFlashMinBlocks = 2;
+// The Hopper kernel (kernels/attention_flash_wgmma.cu, sm_90a, d 128): warpgroups of 64 query rows
+// per block and keys per tile (S is one m64n64 accumulator: 32 floats a thread beside O's 64).
+inline constexpr int kFlashWgmmaGroups = 2;
+inline constexpr int kFlashWgmmaKeys = 64;
 
 // Tiled transpose (a copy, cast or binary op whose input is a transposed view): square tiles
 // staged in shared memory so both the read and the write coalesce. A tile row is

@@ -41,26 +41,7 @@ template <int D> struct Smem {
   static_assert(kBN % 16 == 0, "P V takes 16-key steps");
 };
 
-template <class T> struct FlashParams {
-  const T* q;
-  const T* k;
-  const T* v;
-  T* o;
-  int64_t q_sb, q_sh, q_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st;
-  int64_t t_q, t_kv, shift;  // causal: query i sees keys j <= i + shift
-  int h_q, group;
-  float scale_log2;  // scale * log2(e): the softmax runs on exp2
-  bool causal;
-};
-
 #if WICK_HAS_MMA && WICK_HAS_CP_ASYNC
-// 2^x (ex2.approx: 2 ulp; 2^-inf = 0).
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // A thread's share of copying R rows of a (rows_total x D) operand (row stride `stride`) into R tile
 // rows of LD elements: 16-byte chunks tid, tid + kThreads, ..., i.e. column c0 of rows r0, r0 + kStep,
 // ... Rows past the end are zeros (so that masked keys multiply finite values); a tile that lies
@@ -314,21 +295,7 @@ bool operand_ok(const FlashOperand& o) {
 template <class T, int D>
 void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v, void* out,
             const AttentionDims& a) {
-  FlashParams<T> p;
-  p.q = static_cast<const T*>(q.p);
-  p.k = static_cast<const T*>(k.p);
-  p.v = static_cast<const T*>(v.p);
-  p.o = static_cast<T*>(out);
-  p.q_sb = q.sb, p.q_sh = q.sh, p.q_st = q.st;
-  p.k_sb = k.sb, p.k_sh = k.sh, p.k_st = k.st;
-  p.v_sb = v.sb, p.v_sh = v.sh, p.v_st = v.st;
-  p.t_q = int64_t(a.t_q);
-  p.t_kv = int64_t(a.t_kv);
-  p.shift = int64_t(a.t_kv) - int64_t(a.t_q);
-  p.h_q = int(a.h_q);
-  p.group = int(a.h_q / a.h_kv);
-  p.scale_log2 = float(a.scale * 1.4426950408889634);
-  p.causal = a.causal;
+  const FlashParams<T> p = flash_params<T>(q, k, v, out, a);
   constexpr size_t bytes = Smem<D>::kBytes;
   check(gpuFuncSetAttribute(kernel_ptr<T, D>(), gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
         "FuncSetAttribute(attention flash)");
@@ -357,6 +324,9 @@ bool flash_attention_supported(DeviceContext& ctx, DType dt, const FlashOperand&
 
 void flash_attention(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
                      void* out, const AttentionDims& a) {
+#if defined(WICK_HAVE_WGMMA)
+  if (flash_wgmma_supported(ctx, a)) return flash_wgmma(ctx, dt, q, k, v, out, a);
+#endif
   if (dt == DType::F16) {
     if (a.d == 64) launch<f16, 64>(ctx, q, k, v, out, a);
     else launch<f16, 128>(ctx, q, k, v, out, a);
