@@ -112,6 +112,7 @@ inline constexpr int kFlashMinBlocks = 2;
 // per block and keys per tile (S is one m64n64 accumulator: 32 floats a thread beside O's 64).
 inline constexpr int kFlashWgmmaGroups = 2;
 inline constexpr int kFlashWgmmaKeys = 64;
+inline constexpr bool kFlashWgmmaPipe = false;
 
 // Tiled transpose (a copy, cast or binary op whose input is a transposed view): square tiles
 // staged in shared memory so both the read and the write coalesce. A tile row is

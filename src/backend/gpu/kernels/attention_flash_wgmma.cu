@@ -6,8 +6,12 @@
 // 128-byte-swizzled tiles (wgmma.cuh), Q once. Per tile each group: S from Q and K (8 k-steps over
 // d), the scores masked and exponentiated in registers (f32, exp2), P rounded to the input dtype as
 // register A fragments (the C layout of two 8-key tiles is the A layout of one 16-key step), O += P V
-// with V read N-major (its rows as they are in memory). This file is compiled for sm_90a alone
-// (cmake/gpu.cmake): attention_flash.cu takes it only on compute capability 9.0 devices.
+// with V read N-major (its rows as they are in memory). Pipelined (kPipe): three stages, and a group
+// issues S of the next tile before P V of this one and waits only for S, so the tensor cores run
+// P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap).
+// This file is compiled for sm_90a alone (cmake/gpu.cmake): attention_flash.cu takes it only on
+// compute capability 9.0 devices.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <string>
@@ -20,109 +24,48 @@
 namespace wick::gpu {
 namespace {
 
-constexpr int kD = 128;                   // head dim (two 64-element halves of 128-byte rows)
-constexpr int kGroups = tune::kFlashWgmmaGroups;
-constexpr int kThreads = kGroups * 128;
-constexpr int kBM = kGroups * 64;         // query rows per block
+constexpr int kD = 128;                     // head dim (two 64-element halves of 128-byte rows)
 constexpr int kBN = tune::kFlashWgmmaKeys;  // keys per tile
 static_assert(kBN == 64, "S is one m64n64 accumulator per group");
 
-// Shared memory (bytes from a 1024-aligned base): two stages of K then V tiles, then Q. A tile of R
-// rows is two halves (dims 0-63, 64-127) of R rows x 128 bytes.
-constexpr unsigned kHalfKV = kBN * 128, kTileKV = 2 * kHalfKV;
-constexpr unsigned kHalfQ = kBM * 128, kQ = 4 * kTileKV;
-constexpr size_t kSmemBytes = size_t(kQ) + 2 * kHalfQ + 1024;  // + alignment slack
+// Shared memory (bytes from a 1024-aligned base): kStages K then V tiles, then Q. A tile of R rows is
+// two halves (dims 0-63, 64-127) of R rows x 128 bytes.
+template <int G, bool kPipe> struct WgSmem {
+  static constexpr int kThreads = G * 128, kBM = G * 64, kStages = kPipe ? 3 : 2;
+  static constexpr unsigned kHalfKV = kBN * 128, kTileKV = 2 * kHalfKV;
+  static constexpr unsigned kHalfQ = kBM * 128, kQ = kStages * 2 * kTileKV;
+  static constexpr size_t kSmemBytes = size_t(kQ) + 2 * kHalfQ + 1024;  // + alignment slack
+};
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// A thread's share of copying R rows (from row0, of rows_total; row stride `stride`) into a swizzled
-// tile at shared address s: 16 chunks of 16 bytes a row, chunk j of half h at h * R * 128 + r * 128
-// + ((j ^ (r % 8)) * 16). Rows past the end are zeros.
-template <int R, class T>
+// A thread's share (of N threads) of copying R rows (from row0, of rows_total; row stride `stride`)
+// into a swizzled tile at shared address s: 16 chunks of 16 bytes a row, chunk j of half h at
+// h * R * 128 + r * 128 + ((j ^ (r % 8)) * 16). Rows past the end are zeros.
+template <int R, int N, class T>
 __device__ __forceinline__ void copy_tile(unsigned s, const T* g, int64_t stride, int64_t row0, int64_t rows_total) {
-  constexpr int kStep = kThreads / 16;
-  static_assert(R % kStep == 0, "whole rows per round of the block's threads");
+  constexpr int kStep = N / 16;
   const int r0 = int(threadIdx.x) / 16, ch = int(threadIdx.x) % 16, h = ch / 8, j = ch % 8;
 #pragma unroll
-  for (int i = 0; i < R / kStep; ++i) {
+  for (int i = 0; i < (R + kStep - 1) / kStep; ++i) {
     const int r = r0 + i * kStep;
-    const bool ok = row0 + r < rows_total;
-    const T* src = ok ? g + (row0 + r) * stride + ch * 8 : g;
-    cp_async16_to(s + unsigned(h * R * 128 + r * 128 + ((j ^ (r & 7)) << 4)), src, ok ? 16 : 0);
+    if (R % kStep == 0 || r < R) {
+      const bool ok = row0 + r < rows_total;
+      const T* src = ok ? g + (row0 + r) * stride + ch * 8 : g;
+      cp_async16_to(s + unsigned(h * R * 128 + r * 128 + ((j ^ (r & 7)) << 4)), src, ok ? 16 : 0);
+    }
   }
 }
-#endif
 
-template <class T>
-__global__ void __launch_bounds__(kThreads, 1) flash_wgmma_kernel(FlashParams<T> p) {
-  kernel_entry();
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  extern __shared__ __align__(1024) unsigned char smem_raw[];
-  const unsigned sbase = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  auto k_tile = [&](int st) { return sbase + unsigned(2 * st) * kTileKV; };
-  auto v_tile = [&](int st) { return sbase + unsigned(2 * st + 1) * kTileKV; };
-  const unsigned sq = sbase + kQ;
-  const int grp = int(threadIdx.x) / 128, warp = (int(threadIdx.x) / 32) % 4, lane = int(threadIdx.x) % 32;
-  const int g = lane / 4, c = lane % 4;
-  const float ninf = -INFINITY;
-
-  const int qt = p.causal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
-  const int64_t q0 = int64_t(qt) * kBM, qg0 = q0 + grp * 64;  // the block's and the group's first row
-  const int hq = int(blockIdx.y), bi = int(blockIdx.z), hk = hq / p.group;
-  const T* qg = p.q + bi * p.q_sb + hq * p.q_sh;
-  const T* kg = p.k + bi * p.k_sb + hk * p.k_sh;
-  const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
-  const int64_t last_row = (q0 + kBM < p.t_q ? q0 + kBM : p.t_q) - 1;
-  const int64_t kv_end = p.causal ? last_row + p.shift + 1 : p.t_kv;
-  const int n_tiles = int((kv_end + kBN - 1) / kBN);
-  // The group's own tiles (uniform over its 128 threads, as wgmma needs): none without a valid row.
-  const int64_t g_last = qg0 + 63 < p.t_q ? qg0 + 63 : p.t_q - 1;
-  const int g_tiles = qg0 >= p.t_q ? 0 : p.causal ? int((g_last + p.shift + 1 + kBN - 1) / kBN) : n_tiles;
-
-  copy_tile<kBM>(sq, qg, p.q_st, q0, p.t_q);
-  copy_tile<kBN>(k_tile(0), kg, p.k_st, 0, p.t_kv);
-  copy_tile<kBN>(v_tile(0), vg, p.v_st, 0, p.t_kv);
-  cp_async_commit();
-
-  // Descriptors: Q and K K-major (8-row atoms 1024 bytes apart; k-step ks at + 32 bytes within a
-  // half), V N-major (8-key groups 1024 bytes apart, the dims' second half kHalfKV further).
-  const unsigned q_grp = sq + unsigned(grp) * 64 * 128;
-  auto q_desc = [&](int ks) { return wgmma::smem_desc(q_grp + unsigned(ks / 4) * kHalfQ + unsigned(ks % 4) * 32, 16, 1024); };
-  auto k_desc = [&](int st, int ks) {
-    return wgmma::smem_desc(k_tile(st) + unsigned(ks / 4) * kHalfKV + unsigned(ks % 4) * 32, 16, 1024);
-  };
-  auto v_desc = [&](int st, int kk) { return wgmma::smem_desc(v_tile(st) + unsigned(kk) * 16 * 128, kHalfKV, 1024); };
-
-  float o[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) o[i] = 0.f;
-  float m[2] = {ninf, ninf}, l[2] = {0.f, 0.f};  // rows g and g + 8 of the warp's 16
-  const int64_t row_w = qg0 + warp * 16 + g;     // the lane's first row
-
-  for (int t = 0; t < n_tiles; ++t) {
-    const int st = t & 1;
-    cp_async_wait<0>();
-    wgmma::fence_proxy_async();
-    __syncthreads();
-    if (t + 1 < n_tiles) {
-      copy_tile<kBN>(k_tile(st ^ 1), kg, p.k_st, int64_t(t + 1) * kBN, p.t_kv);
-      copy_tile<kBN>(v_tile(st ^ 1), vg, p.v_st, int64_t(t + 1) * kBN, p.t_kv);
-      cp_async_commit();
-    }
-    if (t >= g_tiles) continue;
-    float s[32];
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = 0.f;
-    wgmma::fence();
-#pragma unroll
-    for (int ks = 0; ks < kD / 16; ++ks) wgmma::mma_m64n64_ss<T>(s, q_desc(ks), k_desc(st, ks), 1);
-    wgmma::commit();
-    wgmma::wait<0>();
-#pragma unroll
-    for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
-
+// A group's online softmax over one tile of scores (its rows g and g + 8 of each warp's 16): scale to
+// log2 units, mask what a row may not see, update the running maxima m and sums l, and round the
+// probabilities to T as the A fragments of P V. corr: the factors O's rows must take.
+template <class T> struct Softmax {
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  __device__ __forceinline__ void tile(float (&s)[32], uint32_t (&pa)[kBN / 16][4], float (&corr)[2],
+                                       const FlashParams<T>& p, int64_t kv0, int64_t qg0, int64_t row_w, int c) {
+    const float ninf = -INFINITY;
 #pragma unroll
     for (int i = 0; i < 32; ++i) s[i] *= p.scale_log2;
-    const int64_t kv0 = int64_t(t) * kBN;
     if (kv0 + kBN > p.t_kv || (p.causal && kv0 + kBN - 1 > qg0 + p.shift)) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -137,31 +80,18 @@ __global__ void __launch_bounds__(kThreads, 1) flash_wgmma_kernel(FlashParams<T>
             if (n * 8 + 2 * c + e >= vis) s[4 * n + 2 * h + e] = ninf;
       }
     }
-    float mu[2], corr[2];
-    {
-      float mx[2] = {m[0], m[1]};
+    float mu[2], mx[2] = {m[0], m[1]};
 #pragma unroll
-      for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
+    for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
-        mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
-        mu[h] = mx[h] == ninf ? 0.f : mx[h];  // a row with no key yet: p = 0, no -inf - -inf
-        corr[h] = exp2_approx(m[h] - mu[h]);
-        m[h] = mx[h];
-        l[h] *= corr[h];
-      }
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
+      mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
+      mu[h] = mx[h] == ninf ? 0.f : mx[h];  // a row with no key yet: p = 0, no -inf - -inf
+      corr[h] = exp2_approx(m[h] - mu[h]);
+      m[h] = mx[h];
+      l[h] *= corr[h];
     }
-    if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-      for (int n = 0; n < 16; ++n) {
-        o[4 * n] *= corr[0];
-        o[4 * n + 1] *= corr[0];
-        o[4 * n + 2] *= corr[1];
-        o[4 * n + 3] *= corr[1];
-      }
-    }
-    uint32_t pa[kBN / 16][4];
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk)
 #pragma unroll
@@ -174,12 +104,146 @@ __global__ void __launch_bounds__(kThreads, 1) flash_wgmma_kernel(FlashParams<T>
         pa[kk][2 * u] = pack2<T>(p0, p1);
         pa[kk][2 * u + 1] = pack2<T>(p2, p3);
       }
+  }
+};
+
+__device__ __forceinline__ void rescale(float (&o)[64], const float (&corr)[2]) {
+  if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
-    wgmma::fence();
+    for (int n = 0; n < 16; ++n) {
+      o[4 * n] *= corr[0];
+      o[4 * n + 1] *= corr[0];
+      o[4 * n + 2] *= corr[1];
+      o[4 * n + 3] *= corr[1];
+    }
+  }
+}
+#endif
+
+template <class T, int G, bool kPipe>
+__global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> p) {
+  kernel_entry();
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = WgSmem<G, kPipe>;
+  constexpr int kThreads = L::kThreads, kBM = L::kBM;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const unsigned sbase = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  auto k_tile = [&](int t) { return sbase + unsigned(2 * (t % L::kStages)) * L::kTileKV; };
+  auto v_tile = [&](int t) { return sbase + unsigned(2 * (t % L::kStages) + 1) * L::kTileKV; };
+  const unsigned sq = sbase + L::kQ;
+  const int grp = int(threadIdx.x) / 128, warp = (int(threadIdx.x) / 32) % 4, lane = int(threadIdx.x) % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  const int qt = p.causal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+  const int64_t q0 = int64_t(qt) * kBM, qg0 = q0 + grp * 64;  // the block's and the group's first row
+  const int hq = int(blockIdx.y), bi = int(blockIdx.z), hk = hq / p.group;
+  const T* qg = p.q + bi * p.q_sb + hq * p.q_sh;
+  const T* kg = p.k + bi * p.k_sb + hk * p.k_sh;
+  const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
+  const int64_t last_row = (q0 + kBM < p.t_q ? q0 + kBM : p.t_q) - 1;
+  const int64_t kv_end = p.causal ? last_row + p.shift + 1 : p.t_kv;
+  const int n_tiles = int((kv_end + kBN - 1) / kBN);
+  // The group's own tiles (uniform over its 128 threads, as wgmma needs): none without a valid row.
+  const int64_t g_last = qg0 + 63 < p.t_q ? qg0 + 63 : p.t_q - 1;
+  const int g_tiles = qg0 >= p.t_q ? 0 : p.causal ? int((g_last + p.shift + 1 + kBN - 1) / kBN) : n_tiles;
+  auto load_kv = [&](int t) {
+    copy_tile<kBN, kThreads>(k_tile(t), kg, p.k_st, int64_t(t) * kBN, p.t_kv);
+    copy_tile<kBN, kThreads>(v_tile(t), vg, p.v_st, int64_t(t) * kBN, p.t_kv);
+    cp_async_commit();
+  };
+
+  // Descriptors: Q and K K-major (8-row atoms 1024 bytes apart; k-step ks at + 32 bytes within a
+  // half), V N-major (8-key groups 1024 bytes apart, the dims' second half kHalfKV further).
+  const unsigned q_grp = sq + unsigned(grp) * 64 * 128;
+  auto q_desc = [&](int ks) {
+    return wgmma::smem_desc(q_grp + unsigned(ks / 4) * L::kHalfQ + unsigned(ks % 4) * 32, 16, 1024);
+  };
+  auto k_desc = [&](int t, int ks) {
+    return wgmma::smem_desc(k_tile(t) + unsigned(ks / 4) * L::kHalfKV + unsigned(ks % 4) * 32, 16, 1024);
+  };
+  auto v_desc = [&](int t, int kk) { return wgmma::smem_desc(v_tile(t) + unsigned(kk) * 16 * 128, L::kHalfKV, 1024); };
+  auto issue_s = [&](float(&s)[32], int t) {
 #pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) wgmma::mma_m64n128_rs<T>(o, pa[kk], v_desc(st, kk), 1);
+    for (int ks = 0; ks < kD / 16; ++ks) wgmma::mma_m64n64_ss<T>(s, q_desc(ks), k_desc(t, ks), ks > 0);
     wgmma::commit();
+  };
+  auto issue_pv = [&](float(&o)[64], const uint32_t(&pa)[kBN / 16][4], int t) {
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) wgmma::mma_m64n128_rs<T>(o, pa[kk], v_desc(t, kk), 1);
+    wgmma::commit();
+  };
+
+  float o[64], s[32], corr[2];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o[i] = 0.f;
+  uint32_t pa[kBN / 16][4];
+  Softmax<T> sm;
+  const int64_t row_w = qg0 + warp * 16 + g;  // the lane's first row
+
+  copy_tile<kBM, kThreads>(sq, qg, p.q_st, q0, p.t_q);
+  load_kv(0);
+  if constexpr (!kPipe) {
+    for (int t = 0; t < n_tiles; ++t) {
+      cp_async_wait<0>();
+      wgmma::fence_proxy_async();
+      __syncthreads();
+      if (t + 1 < n_tiles) load_kv(t + 1);
+      if (t >= g_tiles) continue;
+      wgmma::fence();
+      issue_s(s, t);
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
+      sm.tile(s, pa, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+      rescale(o, corr);
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+      wgmma::fence();
+      issue_pv(o, pa, t);
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+    }
+  } else {
+    // Tile t sits in stage t % 3. Iteration t: the softmax of S_t (P V of t - 1 still running), then
+    // wait for it, rescale O, make tile t + 1 visible (the barrier also says every group is done with
+    // stage (t - 1) % 3, which then takes tile t + 2), issue S_{t+1} and P V_t, and wait for S only.
+    if (n_tiles > 1) load_kv(1);
+    if (n_tiles > 1) cp_async_wait<1>();
+    else cp_async_wait<0>();
+    wgmma::fence_proxy_async();
+    __syncthreads();
+    if (g_tiles > 0) {
+      wgmma::fence();
+      issue_s(s, 0);
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
+    }
+    for (int t = 0; t < n_tiles; ++t) {
+      const bool mine = t < g_tiles;
+      if (mine) sm.tile(s, pa, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+      if (mine) rescale(o, corr);
+      if (t + 1 < n_tiles) {
+        cp_async_wait<0>();
+        wgmma::fence_proxy_async();
+        __syncthreads();
+        if (t + 2 < n_tiles) load_kv(t + 2);
+      }
+      if (mine) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+        wgmma::fence();
+        if (t + 1 < g_tiles) issue_s(s, t + 1);
+        issue_pv(o, pa, t);
+        wgmma::wait<1>();
+#pragma unroll
+        for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
+      }
+    }
     wgmma::wait<0>();
 #pragma unroll
     for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
@@ -189,7 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_wgmma_kernel(FlashParams<T>
   T* og = p.o + (int64_t(bi) * p.h_q + hq) * p.t_q * kD;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float lt = l[h];
+    float lt = sm.l[h];
     lt += shfl_xor(lt, 1);
     lt += shfl_xor(lt, 2);
     const float inv = 1.f / lt;
@@ -206,29 +270,63 @@ __global__ void __launch_bounds__(kThreads, 1) flash_wgmma_kernel(FlashParams<T>
 #endif
 }
 
-template <class T> void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
-                               void* out, const AttentionDims& a) {
+template <class T, int G, bool kPipe>
+void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v, void* out,
+            const AttentionDims& a) {
+  using L = WgSmem<G, kPipe>;
   const FlashParams<T> p = flash_params<T>(q, k, v, out, a);
-  check(gpuFuncSetAttribute(reinterpret_cast<const void*>(&flash_wgmma_kernel<T>),
-                            gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes)),
+  check(gpuFuncSetAttribute(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>),
+                            gpuFuncAttributeMaxDynamicSharedMemorySize, int(L::kSmemBytes)),
         "FuncSetAttribute(attention wgmma)");
-  const dim3 grid(unsigned((a.t_q + kBM - 1) / kBM), unsigned(a.h_q), unsigned(a.b));
-  launch_kernel(flash_wgmma_kernel<T>, grid, kThreads, kSmemBytes, ctx.stream, p);
+  const dim3 grid(unsigned((a.t_q + L::kBM - 1) / L::kBM), unsigned(a.h_q), unsigned(a.b));
+  launch_kernel(flash_wgmma_kernel<T, G, kPipe>, grid, L::kThreads, L::kSmemBytes, ctx.stream, p);
   check_launch("attention(flash wgmma)");
+}
+
+// The variant: tune::kFlashWgmma{Groups,Pipe}, or WICK_FLASH_WGMMA=<groups><p|s> (2p, 3s, ...) to compare.
+struct Variant {
+  int groups = tune::kFlashWgmmaGroups;
+  bool pipe = tune::kFlashWgmmaPipe;
+};
+Variant variant() {
+  static const Variant v = [] {
+    Variant r;
+    const std::string k = tune::knob("WICK_FLASH_WGMMA");
+    if (k.size() == 2 && (k[0] == '2' || k[0] == '3') && (k[1] == 'p' || k[1] == 's')) {
+      r.groups = k[0] - '0';
+      r.pipe = k[1] == 'p';
+    }
+    return r;
+  }();
+  return v;
+}
+
+template <class T>
+void launch_variant(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v, void* out,
+                    const AttentionDims& a) {
+  const Variant w = variant();
+  if (w.groups == 2) {
+    if (w.pipe) launch<T, 2, true>(ctx, q, k, v, out, a);
+    else launch<T, 2, false>(ctx, q, k, v, out, a);
+  } else {
+    if (w.pipe) launch<T, 3, true>(ctx, q, k, v, out, a);
+    else launch<T, 3, false>(ctx, q, k, v, out, a);
+  }
 }
 
 }  // namespace
 
 bool flash_wgmma_supported(DeviceContext& ctx, const AttentionDims& a) {
   static const bool enabled = tune::knob("WICK_FLASH_WGMMA") != "0";
+  const size_t smem = std::max(WgSmem<3, true>::kSmemBytes, WgSmem<3, false>::kSmemBytes);
   return enabled && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
-         (a.t_q + kBM - 1) / kBM <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= kSmemBytes;
+         (a.t_q + 63) / 64 <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
 }
 
 void flash_wgmma(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
                  void* out, const AttentionDims& a) {
-  if (dt == DType::F16) launch<f16>(ctx, q, k, v, out, a);
-  else launch<bf16>(ctx, q, k, v, out, a);
+  if (dt == DType::F16) launch_variant<f16>(ctx, q, k, v, out, a);
+  else launch_variant<bf16>(ctx, q, k, v, out, a);
 }
 
 }  // namespace wick::gpu
