@@ -119,7 +119,7 @@ std::vector<OpRow> backend_op_rows() {
        {"attention"},
        "run",
        "run (kernels/attention_decode.cu for <= 8 query rows per KV head; kernels/attention_flash.cu for f16/bf16 "
-       "head dim 64/128 on sm_80+; kernels/attention.cu otherwise)",
+       "head dim 64/128 on sm_80+, attention_flash_wgmma.cu for head dim 128 on sm_90; kernels/attention.cu otherwise)",
        "compiled (kernels/attention_decode.cu; kernels/attention.cu: rocBLAS)"},
       {"nn (fused)",
        "attention_kv_len (batch b attends to its first kv_len[b] keys, lengths read on the device and clamped)",

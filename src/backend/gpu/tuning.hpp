@@ -109,7 +109,11 @@ inline constexpr int kFlashRowBlocks = 2;
 inline constexpr int kFlashKeys = 32;
 inline constexpr int kFlashMinBlocks = 2;
 // The Hopper kernel (kernels/attention_flash_wgmma.cu, sm_90a, d 128): warpgroups of 64 query rows
-// per block and keys per tile (S is one m64n64 accumulator: 32 floats a thread beside O's 64).
+// per block, keys per tile (S is one m64n64 accumulator: 32 floats a thread beside O's 64), and
+// whether a group issues S of the next tile before P V of this one (three stages). H200, f16, 32
+// heads (`bench/vs_torch.py --op attention`, TFLOP/s causal 4096 / full 1024; the mma.sync kernel
+// 263 / 301 in the same run): 2 groups 302 / 298 (taken), 2 pipelined 262 / 254, 3 groups 300 /
+// 227, 3 pipelined 280 / 208 (bench/results/flash_attention_wgmma_stop34_h200_2026-11-28.md).
 inline constexpr int kFlashWgmmaGroups = 2;
 inline constexpr int kFlashWgmmaKeys = 64;
 inline constexpr bool kFlashWgmmaPipe = false;
