@@ -1,14 +1,15 @@
 // Fused attention forward on Hopper's warpgroup MMA (wgmma, sm_90a), f16/bf16, head dim 128: the
 // same algorithm as attention_flash.cu's mma.sync kernel (FlashAttention-2's online softmax in
 // registers), with S = Q K^T and O += P V issued per warpgroup of 128 threads as m64n64k16 and
-// m64n128k16 wgmma, which read Q, K and V straight from shared memory. A block of kGroups warpgroups
-// owns 64 query rows per group; K and V tiles of kBN keys are double-buffered with cp.async into
+// m64n128k16 wgmma, which read Q, K and V straight from shared memory. A block of G warpgroups
+// owns 64 query rows per group; K and V tiles of 64 keys are double-buffered with cp.async into
 // 128-byte-swizzled tiles (wgmma.cuh), Q once. Per tile each group: S from Q and K (8 k-steps over
 // d), the scores masked and exponentiated in registers (f32, exp2), P rounded to the input dtype as
 // register A fragments (the C layout of two 8-key tiles is the A layout of one 16-key step), O += P V
 // with V read N-major (its rows as they are in memory). Pipelined (kPipe): three stages, and a group
 // issues S of the next tile before P V of this one and waits only for S, so the tensor cores run
-// P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap).
+// P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap;
+// slower on an H200 than the plain order, tuning.hpp has the numbers).
 // This file is compiled for sm_90a alone (cmake/gpu.cmake): attention_flash.cu takes it only on
 // compute capability 9.0 devices.
 #include <algorithm>
