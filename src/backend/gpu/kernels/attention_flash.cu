@@ -98,11 +98,7 @@ __global__ void __launch_bounds__(kThreads, tune::kFlashMinBlocks) flash_fwd_ker
   const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
   // Keys the block needs: all, or (causal) up to what its last valid row sees (<= t_kv); the
   // warp's own tiles likewise from its last valid row (none when it has no valid row).
-  const int64_t last_row = (q0 + BM < p.t_q ? q0 + BM : p.t_q) - 1;
-  const int64_t kv_end = p.causal ? last_row + p.shift + 1 : p.t_kv;
-  const int n_tiles = int((kv_end + BN - 1) / BN);
-  const int64_t w_last = qw + WR - 1 < p.t_q ? qw + WR - 1 : p.t_q - 1;
-  const int w_tiles = qw >= p.t_q ? 0 : p.causal ? int((w_last + p.shift + 1 + BN - 1) / BN) : n_tiles;
+  const int n_tiles = flash_tiles_seen(p, q0, BM, BN), w_tiles = flash_tiles_seen(p, qw, WR, BN);
 
   const TileCopy<D, LD, BN, T> copy_k(kg, p.k_st), copy_v(vg, p.v_st);
   TileCopy<D, LD, BM, T>(qg, p.q_st)(sq, q0, p.t_q);

@@ -45,6 +45,15 @@ FlashParams<T> flash_params(const FlashOperand& q, const FlashOperand& k, const 
   p.causal = a.causal;
   return p;
 }
+// Key tiles of bn keys that query rows [first, first + rows) see: none when first >= t_q; else all of
+// t_kv, or (causal) up to the last valid row's last key (<= t_kv: shift = t_kv - t_q).
+template <class T>
+__host__ __device__ inline int flash_tiles_seen(const FlashParams<T>& p, int64_t first, int64_t rows, int bn) {
+  if (first >= p.t_q) return 0;
+  const int64_t last = (first + rows < p.t_q ? first + rows : p.t_q) - 1;
+  const int64_t end = p.causal ? last + p.shift + 1 : p.t_kv;
+  return int((end + bn - 1) / bn);
+}
 
 // The Hopper kernel (attention_flash_wgmma.cu, built for sm_90a where the CUDA targets include 90):
 // whether it takes a call flash_attention_supported accepted (d 128 on a compute capability 9.0

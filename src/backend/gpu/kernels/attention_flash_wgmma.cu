@@ -141,12 +141,8 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   const T* qg = p.q + bi * p.q_sb + hq * p.q_sh;
   const T* kg = p.k + bi * p.k_sb + hk * p.k_sh;
   const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
-  const int64_t last_row = (q0 + kBM < p.t_q ? q0 + kBM : p.t_q) - 1;
-  const int64_t kv_end = p.causal ? last_row + p.shift + 1 : p.t_kv;
-  const int n_tiles = int((kv_end + kBN - 1) / kBN);
-  // The group's own tiles (uniform over its 128 threads, as wgmma needs): none without a valid row.
-  const int64_t g_last = qg0 + 63 < p.t_q ? qg0 + 63 : p.t_q - 1;
-  const int g_tiles = qg0 >= p.t_q ? 0 : p.causal ? int((g_last + p.shift + 1 + kBN - 1) / kBN) : n_tiles;
+  // The block's tiles, and the group's own (uniform over its 128 threads, as wgmma needs).
+  const int n_tiles = flash_tiles_seen(p, q0, kBM, kBN), g_tiles = flash_tiles_seen(p, qg0, 64, kBN);
   auto load_kv = [&](int t) {
     copy_tile<kBN, kThreads>(k_tile(t), kg, p.k_st, int64_t(t) * kBN, p.t_kv);
     copy_tile<kBN, kThreads>(v_tile(t), vg, p.v_st, int64_t(t) * kBN, p.t_kv);
@@ -284,8 +280,10 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
   check_launch("attention(flash wgmma)");
 }
 
-// The variant: tune::kFlashWgmma{Groups,Pipe}, or WICK_FLASH_WGMMA=<groups><p|s> (2p, 3s, ...) to compare.
+// The variant: tune::kFlashWgmma{Groups,Pipe}, or WICK_FLASH_WGMMA=<groups><p|s> (2p, 3s, ...) to compare;
+// WICK_FLASH_WGMMA=0: off (the mma.sync kernel).
 struct Variant {
+  bool on = true;
   int groups = tune::kFlashWgmmaGroups;
   bool pipe = tune::kFlashWgmmaPipe;
 };
@@ -293,6 +291,7 @@ Variant variant() {
   static const Variant v = [] {
     Variant r;
     const std::string k = tune::knob("WICK_FLASH_WGMMA");
+    r.on = k != "0";
     if (k.size() == 2 && (k[0] == '2' || k[0] == '3') && (k[1] == 'p' || k[1] == 's')) {
       r.groups = k[0] - '0';
       r.pipe = k[1] == 'p';
@@ -318,9 +317,8 @@ void launch_variant(DeviceContext& ctx, const FlashOperand& q, const FlashOperan
 }  // namespace
 
 bool flash_wgmma_supported(DeviceContext& ctx, const AttentionDims& a) {
-  static const bool enabled = tune::knob("WICK_FLASH_WGMMA") != "0";
   const size_t smem = std::max(WgSmem<3, true>::kSmemBytes, WgSmem<3, false>::kSmemBytes);
-  return enabled && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
+  return variant().on && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
          (a.t_q + 63) / 64 <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
 }
 

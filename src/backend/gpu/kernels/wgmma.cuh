@@ -14,10 +14,6 @@
 #include "backend/gpu/device_utils.cuh"
 #include "ops/numeric.hpp"
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
-#define WICK_HAS_WGMMA_BODY 1
-#endif
-
 namespace wick::gpu::wgmma {
 
 // A 128-byte-swizzle descriptor: start address (shared window), leading and stride byte offsets
