@@ -57,16 +57,47 @@ __device__ __forceinline__ void copy_tile(unsigned s, const T* g, int64_t stride
   }
 }
 
+// A thread's share of the K or V tiles of R rows (copy_tile's chunks: rows r0 + i * kStep, chunk ch),
+// its row pointers formed once, so a tile costs one offset and each chunk an add and a bound check
+// (copy_tile's 64-bit row arithmetic per chunk was about a quarter of the loop's instructions).
+template <int R, int N, class T> struct TileCopy {
+  static constexpr int kStep = N / 16;
+  static_assert(kStep % 8 == 0, "a thread's rows keep one swizzle phase (r % 8)");
+  const T* base;
+  int64_t step, tile;
+  unsigned dst;
+  int r0;
+  __device__ __forceinline__ TileCopy(const T* g, int64_t stride) {
+    r0 = int(threadIdx.x) / 16;
+    const int ch = int(threadIdx.x) % 16, h = ch / 8, j = ch % 8;
+    base = g + r0 * stride + ch * 8;
+    step = kStep * stride;
+    tile = R * stride;
+    dst = unsigned(h * R * 128 + r0 * 128 + ((j ^ (r0 & 7)) << 4));
+  }
+  // Tile t into the swizzled tile at shared address s; rows past rows_total are zeros (read from g).
+  __device__ __forceinline__ void operator()(unsigned s, int t, int64_t rows_total, const T* g) const {
+    const T* src = base + t * tile;
+    const int64_t rem = rows_total - int64_t(t) * R - r0;
+#pragma unroll
+    for (int i = 0; i < (R + kStep - 1) / kStep; ++i) {
+      if (R % kStep == 0 || r0 + i * kStep < R) {
+        const bool ok = i * kStep < rem;
+        cp_async16_to(s + dst + unsigned(i * kStep * 128), ok ? src + i * step : g, ok ? 16 : 0);
+      }
+    }
+  }
+};
+
 // A group's online softmax over one tile of scores (its rows g and g + 8 of each warp's 16): scale to
 // log2 units, mask what a row may not see, update the running maxima m and sums l, and round the
-// probabilities to T as the A fragments of P V. corr: the factors O's rows must take.
+// probabilities to T as the A fragments of P V. corr: the factors O's rows must take. The scale (> 0,
+// flash_wgmma_supported) goes into the row maxima and each exponent's FMA, not onto every score.
 template <class T> struct Softmax {
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   __device__ __forceinline__ void tile(float (&s)[32], uint32_t (&pa)[kBN / 16][4], float (&corr)[2],
                                        const FlashParams<T>& p, int64_t kv0, int64_t qg0, int64_t row_w, int c) {
-    const float ninf = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] *= p.scale_log2;
+    const float ninf = -INFINITY, sc = p.scale_log2;
     if (kv0 + kBN > p.t_kv || (p.causal && kv0 + kBN - 1 > qg0 + p.shift)) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -81,13 +112,14 @@ template <class T> struct Softmax {
             if (n * 8 + 2 * c + e >= vis) s[4 * n + 2 * h + e] = ninf;
       }
     }
-    float mu[2], mx[2] = {m[0], m[1]};
+    float mu[2], mx[2] = {ninf, ninf};
 #pragma unroll
     for (int i = 0; i < 32; ++i) mx[(i / 2) % 2] = fmaxf(mx[(i / 2) % 2], s[i]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
       mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
+      mx[h] = fmaxf(m[h], mx[h] * sc);
       mu[h] = mx[h] == ninf ? 0.f : mx[h];  // a row with no key yet: p = 0, no -inf - -inf
       corr[h] = exp2_approx(m[h] - mu[h]);
       m[h] = mx[h];
@@ -98,8 +130,8 @@ template <class T> struct Softmax {
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         const float* sv = s + 4 * (2 * kk + u);
-        const float p0 = exp2_approx(sv[0] - mu[0]), p1 = exp2_approx(sv[1] - mu[0]);
-        const float p2 = exp2_approx(sv[2] - mu[1]), p3 = exp2_approx(sv[3] - mu[1]);
+        const float p0 = exp2_approx(fmaf(sv[0], sc, -mu[0])), p1 = exp2_approx(fmaf(sv[1], sc, -mu[0]));
+        const float p2 = exp2_approx(fmaf(sv[2], sc, -mu[1])), p3 = exp2_approx(fmaf(sv[3], sc, -mu[1]));
         l[0] += p0 + p1;
         l[1] += p2 + p3;
         pa[kk][2 * u] = pack2<T>(p0, p1);
@@ -143,22 +175,24 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
   // The block's tiles, and the group's own (uniform over its 128 threads, as wgmma needs).
   const int n_tiles = flash_tiles_seen(p, q0, kBM, kBN), g_tiles = flash_tiles_seen(p, qg0, 64, kBN);
+  const TileCopy<kBN, kThreads, T> k_copy(kg, p.k_st), v_copy(vg, p.v_st);
   auto load_kv = [&](int t) {
-    copy_tile<kBN, kThreads>(k_tile(t), kg, p.k_st, int64_t(t) * kBN, p.t_kv);
-    copy_tile<kBN, kThreads>(v_tile(t), vg, p.v_st, int64_t(t) * kBN, p.t_kv);
+    k_copy(k_tile(t), t, p.t_kv, kg);
+    v_copy(v_tile(t), t, p.t_kv, vg);
     cp_async_commit();
   };
 
   // Descriptors: Q and K K-major (8-row atoms 1024 bytes apart; k-step ks at + 32 bytes within a
   // half), V N-major (8-key groups 1024 bytes apart, the dims' second half kHalfKV further).
-  const unsigned q_grp = sq + unsigned(grp) * 64 * 128;
-  auto q_desc = [&](int ks) {
-    return wgmma::smem_desc(q_grp + unsigned(ks / 4) * L::kHalfQ + unsigned(ks % 4) * 32, 16, 1024);
-  };
+  // Each formed once; an offset in shared memory is then + offset / 16 on the descriptor (its address
+  // field holds the address / 16, and no tile reaches past its 14 bits).
+  const uint64_t qd = wgmma::smem_desc(sq + unsigned(grp) * 64 * 128, 16, 1024);
+  const uint64_t kd = wgmma::smem_desc(k_tile(0), 16, 1024), vd = wgmma::smem_desc(v_tile(0), L::kHalfKV, 1024);
+  auto q_desc = [&](int ks) { return qd + (unsigned(ks / 4) * L::kHalfQ + unsigned(ks % 4) * 32) / 16; };
   auto k_desc = [&](int t, int ks) {
-    return wgmma::smem_desc(k_tile(t) + unsigned(ks / 4) * L::kHalfKV + unsigned(ks % 4) * 32, 16, 1024);
+    return kd + (k_tile(t) - k_tile(0) + unsigned(ks / 4) * L::kHalfKV + unsigned(ks % 4) * 32) / 16;
   };
-  auto v_desc = [&](int t, int kk) { return wgmma::smem_desc(v_tile(t) + unsigned(kk) * 16 * 128, L::kHalfKV, 1024); };
+  auto v_desc = [&](int t, int kk) { return vd + (v_tile(t) - v_tile(0) + unsigned(kk) * 16 * 128) / 16; };
   auto issue_s = [&](float(&s)[32], int t) {
 #pragma unroll
     for (int ks = 0; ks < kD / 16; ++ks) wgmma::mma_m64n64_ss<T>(s, q_desc(ks), k_desc(t, ks), ks > 0);
@@ -318,7 +352,7 @@ void launch_variant(DeviceContext& ctx, const FlashOperand& q, const FlashOperan
 
 bool flash_wgmma_supported(DeviceContext& ctx, const AttentionDims& a) {
   const size_t smem = std::max(WgSmem<3, true>::kSmemBytes, WgSmem<3, false>::kSmemBytes);
-  return variant().on && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
+  return variant().on && a.scale > 0 && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
          (a.t_q + 63) / 64 <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
 }
 
