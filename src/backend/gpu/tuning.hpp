@@ -113,7 +113,9 @@ inline constexpr int kFlashMinBlocks = 2;
 // whether a group issues S of the next tile before P V of this one (three stages). H200, f16, 32
 // heads (`bench/vs_torch.py --op attention`, TFLOP/s causal 4096 / full 1024; the mma.sync kernel
 // 263 / 301 in the same run): 2 groups 302 / 298 (taken), 2 pipelined 262 / 254, 3 groups 300 /
-// 227, 3 pipelined 280 / 208 (bench/results/flash_attention_wgmma_stop34_h200_2026-11-28.md).
+// 227, 3 pipelined 280 / 208 (bench/results/flash_attention_wgmma_stop34_h200_2026-11-28.md). With stop 35's
+// fewer instructions a tile: 2 groups 318-321 / 312-314, 3 groups 312 / 233; 128-key tiles and a group-ordered
+// S issue were within the spread (flash_wgmma_variants_qmv_group_stop35_h200_2026-11-28.md).
 inline constexpr int kFlashWgmmaGroups = 2;
 inline constexpr int kFlashWgmmaKeys = 64;
 inline constexpr bool kFlashWgmmaPipe = false;

@@ -11,7 +11,7 @@
 // P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap;
 // slower on an H200 than the plain order, tuning.hpp has the numbers).
 // This file is compiled for sm_90a alone (cmake/gpu.cmake): attention_flash.cu takes it only on
-// compute capability 9.0 devices.
+// compute capability 9.0 devices, for a positive scale (the softmax folds it into each exponent's FMA).
 #include <algorithm>
 #include <climits>
 #include <cmath>
