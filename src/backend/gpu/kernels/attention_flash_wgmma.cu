@@ -39,35 +39,19 @@ template <int G, bool kPipe> struct WgSmem {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// A thread's share (of N threads) of copying R rows (from row0, of rows_total; row stride `stride`)
-// into a swizzled tile at shared address s: 16 chunks of 16 bytes a row, chunk j of half h at
-// h * R * 128 + r * 128 + ((j ^ (r % 8)) * 16). Rows past the end are zeros.
-template <int R, int N, class T>
-__device__ __forceinline__ void copy_tile(unsigned s, const T* g, int64_t stride, int64_t row0, int64_t rows_total) {
-  constexpr int kStep = N / 16;
-  const int r0 = int(threadIdx.x) / 16, ch = int(threadIdx.x) % 16, h = ch / 8, j = ch % 8;
-#pragma unroll
-  for (int i = 0; i < (R + kStep - 1) / kStep; ++i) {
-    const int r = r0 + i * kStep;
-    if (R % kStep == 0 || r < R) {
-      const bool ok = row0 + r < rows_total;
-      const T* src = ok ? g + (row0 + r) * stride + ch * 8 : g;
-      cp_async16_to(s + unsigned(h * R * 128 + r * 128 + ((j ^ (r & 7)) << 4)), src, ok ? 16 : 0);
-    }
-  }
-}
-
-// A thread's share of the K or V tiles of R rows (copy_tile's chunks: rows r0 + i * kStep, chunk ch),
-// its row pointers formed once, so a tile costs one offset and each chunk an add and a bound check
-// (copy_tile's 64-bit row arithmetic per chunk was about a quarter of the loop's instructions).
-template <int R, int N, class T> struct TileCopy {
+// A thread's share (of N threads) of copying tiles of R rows (row stride `stride`) into a swizzled
+// tile at a shared address: 16 chunks of 16 bytes a row, chunk j of half h at
+// h * R * 128 + r * 128 + ((j ^ (r % 8)) * 16); the thread's rows r0 + i * kStep, its chunk ch. Its row
+// pointers are formed once, so a tile costs one offset and each chunk an add and a bound check (64-bit
+// row arithmetic per chunk was about a quarter of the loop's instructions).
+template <int R, int N, class T> struct SwizzledTileCopy {
   static constexpr int kStep = N / 16;
   static_assert(kStep % 8 == 0, "a thread's rows keep one swizzle phase (r % 8)");
   const T* base;
   int64_t step, tile;
   unsigned dst;
   int r0;
-  __device__ __forceinline__ TileCopy(const T* g, int64_t stride) {
+  __device__ __forceinline__ SwizzledTileCopy(const T* g, int64_t stride) {
     r0 = int(threadIdx.x) / 16;
     const int ch = int(threadIdx.x) % 16, h = ch / 8, j = ch % 8;
     base = g + r0 * stride + ch * 8;
@@ -89,8 +73,8 @@ template <int R, int N, class T> struct TileCopy {
   }
 };
 
-// A group's online softmax over one tile of scores (its rows g and g + 8 of each warp's 16): scale to
-// log2 units, mask what a row may not see, update the running maxima m and sums l, and round the
+// A group's online softmax over one tile of scores (its rows g and g + 8 of each warp's 16): mask what
+// a row may not see, update the running maxima m and sums l, and round the
 // probabilities to T as the A fragments of P V. corr: the factors O's rows must take. The scale (> 0,
 // flash_wgmma_supported) goes into the row maxima and each exponent's FMA, not onto every score.
 template <class T> struct Softmax {
@@ -175,7 +159,7 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
   // The block's tiles, and the group's own (uniform over its 128 threads, as wgmma needs).
   const int n_tiles = flash_tiles_seen(p, q0, kBM, kBN), g_tiles = flash_tiles_seen(p, qg0, 64, kBN);
-  const TileCopy<kBN, kThreads, T> k_copy(kg, p.k_st), v_copy(vg, p.v_st);
+  const SwizzledTileCopy<kBN, kThreads, T> k_copy(kg, p.k_st), v_copy(vg, p.v_st);
   auto load_kv = [&](int t) {
     k_copy(k_tile(t), t, p.t_kv, kg);
     v_copy(v_tile(t), t, p.t_kv, vg);
@@ -211,7 +195,7 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   Softmax<T> sm;
   const int64_t row_w = qg0 + warp * 16 + g;  // the lane's first row
 
-  copy_tile<kBM, kThreads>(sq, qg, p.q_st, q0, p.t_q);
+  SwizzledTileCopy<kBM, kThreads, T>(qg, p.q_st)(sq, qt, p.t_q, qg);
   load_kv(0);
   if constexpr (!kPipe) {
     for (int t = 0; t < n_tiles; ++t) {
