@@ -60,14 +60,23 @@ template <int R, int N, class T> struct SwizzledTileCopy {
     dst = unsigned(h * R * 128 + r0 * 128 + ((j ^ (r0 & 7)) << 4));
   }
   // Tile t into the swizzled tile at shared address s; rows past rows_total are zeros (read from g).
+  // A whole tile (every tile but a last partial one) takes no bound checks.
   __device__ __forceinline__ void operator()(unsigned s, int t, int64_t rows_total, const T* g) const {
     const T* src = base + t * tile;
-    const int64_t rem = rows_total - int64_t(t) * R - r0;
+    const int64_t left = rows_total - int64_t(t) * R;  // rows from the tile's first: the same for the block
+    constexpr int kChunks = (R + kStep - 1) / kStep;
+    if (left >= R) {
 #pragma unroll
-    for (int i = 0; i < (R + kStep - 1) / kStep; ++i) {
-      if (R % kStep == 0 || r0 + i * kStep < R) {
-        const bool ok = i * kStep < rem;
-        cp_async16_to(s + dst + unsigned(i * kStep * 128), ok ? src + i * step : g, ok ? 16 : 0);
+      for (int i = 0; i < kChunks; ++i)
+        if (R % kStep == 0 || r0 + i * kStep < R) cp_async16_to(s + dst + unsigned(i * kStep * 128), src + i * step, 16);
+    } else {
+      const int rem = int(left) - r0;  // this thread's rows below rows_total: i * kStep < rem
+#pragma unroll
+      for (int i = 0; i < kChunks; ++i) {
+        if (R % kStep == 0 || r0 + i * kStep < R) {
+          const bool ok = i * kStep < rem;
+          cp_async16_to(s + dst + unsigned(i * kStep * 128), ok ? src + i * step : g, ok ? 16 : 0);
+        }
       }
     }
   }
@@ -78,6 +87,7 @@ template <int R, int N, class T> struct SwizzledTileCopy {
 // probabilities to T as the A fragments of P V. corr: the factors O's rows must take. The scale (> 0,
 // flash_wgmma_supported) goes into the row maxima and each exponent's FMA, not onto every score.
 template <class T> struct Softmax {
+  static constexpr float kLazyMax = 8.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   __device__ __forceinline__ void tile(float (&s)[32], uint32_t (&pa)[kBN / 16][4], float (&corr)[2],
                                        const FlashParams<T>& p, int64_t kv0, int64_t qg0, int64_t row_w, int c) {
@@ -103,10 +113,13 @@ template <class T> struct Softmax {
     for (int h = 0; h < 2; ++h) {
       mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 1));
       mx[h] = fmaxf(mx[h], shfl_xor(mx[h], 2));
-      mx[h] = fmaxf(m[h], mx[h] * sc);
-      mu[h] = mx[h] == ninf ? 0.f : mx[h];  // a row with no key yet: p = 0, no -inf - -inf
-      corr[h] = exp2_approx(m[h] - mu[h]);
-      m[h] = mx[h];
+      // The running maximum moves only when a score passes it by more than kLazyMax (log2 units):
+      // probabilities then reach 2^kLazyMax at most (the same relative precision in T, and O and l
+      // share the maximum, so O / l is unchanged), and most tiles leave O as it is (rescale skips).
+      const bool up = mx[h] * sc > m[h] + kLazyMax;  // false while the row has seen no key
+      corr[h] = up ? exp2_approx(m[h] - mx[h] * sc) : 1.f;
+      if (up) m[h] = mx[h] * sc;
+      mu[h] = m[h] == ninf ? 0.f : m[h];  // a row with no key yet: p = 0, no -inf - -inf
       l[h] *= corr[h];
     }
 #pragma unroll
@@ -148,7 +161,10 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   auto k_tile = [&](int t) { return sbase + unsigned(2 * (t % L::kStages)) * L::kTileKV; };
   auto v_tile = [&](int t) { return sbase + unsigned(2 * (t % L::kStages) + 1) * L::kTileKV; };
   const unsigned sq = sbase + L::kQ;
-  const int grp = int(threadIdx.x) / 128, warp = (int(threadIdx.x) / 32) % 4, lane = int(threadIdx.x) % 32;
+  // The group from lane 0, so that the compiler knows it uniform over the warp: the descriptors made
+  // from it then stay in uniform registers.
+  const int grp = __shfl_sync(0xffffffffu, int(threadIdx.x) / 128, 0), warp = (int(threadIdx.x) / 32) % 4;
+  const int lane = int(threadIdx.x) % 32;
   const int g = lane / 4, c = lane % 4;
 
   const int qt = p.causal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
@@ -168,15 +184,21 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
 
   // Descriptors: Q and K K-major (8-row atoms 1024 bytes apart; k-step ks at + 32 bytes within a
   // half), V N-major (8-key groups 1024 bytes apart, the dims' second half kHalfKV further).
-  // Each formed once; an offset in shared memory is then + offset / 16 on the descriptor (its address
-  // field holds the address / 16, and no tile reaches past its 14 bits).
+  // Each formed once; an offset in shared memory is then + offset / 16 on the descriptor's low word
+  // (its address field holds the address / 16, and no tile reaches past its 14 bits), in 32 bits.
   const uint64_t qd = wgmma::smem_desc(sq + unsigned(grp) * 64 * 128, 16, 1024);
   const uint64_t kd = wgmma::smem_desc(k_tile(0), 16, 1024), vd = wgmma::smem_desc(v_tile(0), L::kHalfKV, 1024);
-  auto q_desc = [&](int ks) { return qd + (unsigned(ks / 4) * L::kHalfQ + unsigned(ks % 4) * 32) / 16; };
-  auto k_desc = [&](int t, int ks) {
-    return kd + (k_tile(t) - k_tile(0) + unsigned(ks / 4) * L::kHalfKV + unsigned(ks % 4) * 32) / 16;
+  const uint32_t hi = uint32_t(qd >> 32);  // the same for the three (stride 1024, 128-byte swizzle)
+  auto stage = [](int t) { return unsigned(t % L::kStages) * 2 * L::kTileKV; };  // bytes from tile 0
+  auto q_desc = [&](int ks) {
+    return wgmma::desc_words(uint32_t(qd) + (unsigned(ks / 4) * L::kHalfQ + unsigned(ks % 4) * 32) / 16, hi);
   };
-  auto v_desc = [&](int t, int kk) { return vd + (v_tile(t) - v_tile(0) + unsigned(kk) * 16 * 128) / 16; };
+  auto k_desc = [&](int t, int ks) {
+    return wgmma::desc_words(uint32_t(kd) + (stage(t) + unsigned(ks / 4) * L::kHalfKV + unsigned(ks % 4) * 32) / 16, hi);
+  };
+  auto v_desc = [&](int t, int kk) {
+    return wgmma::desc_words(uint32_t(vd) + (stage(t) + unsigned(kk) * 16 * 128) / 16, hi);
+  };
   auto issue_s = [&](float(&s)[32], int t) {
 #pragma unroll
     for (int ks = 0; ks < kD / 16; ++ks) wgmma::mma_m64n64_ss<T>(s, q_desc(ks), k_desc(t, ks), ks > 0);

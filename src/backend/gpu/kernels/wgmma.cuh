@@ -24,6 +24,13 @@ __device__ __forceinline__ uint64_t smem_desc(unsigned addr, unsigned lbo, unsig
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A descriptor from its low (addresses) and high (stride, swizzle) words: a loop that steps through
+// a tile adds to the low word only, in 32 bits, not to the whole 64-bit value.
+__device__ __forceinline__ uint64_t desc_words(uint32_t lo, uint32_t hi) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
+  return d;
+}
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wait() {
