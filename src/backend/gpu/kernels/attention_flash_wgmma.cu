@@ -42,8 +42,8 @@ template <int G, bool kPipe> struct WgSmem {
 // A thread's share (of N threads) of copying tiles of R rows (row stride `stride`) into a swizzled
 // tile at a shared address: 16 chunks of 16 bytes a row, chunk j of half h at
 // h * R * 128 + r * 128 + ((j ^ (r % 8)) * 16); the thread's rows r0 + i * kStep, its chunk ch. Its row
-// pointers are formed once, so a tile costs one offset and each chunk an add and a bound check (64-bit
-// row arithmetic per chunk was about a quarter of the loop's instructions).
+// pointers are formed once, so a tile costs one offset and each chunk an add (and a bound check on a
+// last partial tile): 64-bit row arithmetic per chunk was about a quarter of the loop's instructions.
 template <int R, int N, class T> struct SwizzledTileCopy {
   static constexpr int kStep = N / 16;
   static_assert(kStep % 8 == 0, "a thread's rows keep one swizzle phase (r % 8)");
@@ -83,8 +83,8 @@ template <int R, int N, class T> struct SwizzledTileCopy {
 };
 
 // A group's online softmax over one tile of scores (its rows g and g + 8 of each warp's 16): mask what
-// a row may not see, update the running maxima m and sums l, and round the
-// probabilities to T as the A fragments of P V. corr: the factors O's rows must take. The scale (> 0,
+// a row may not see, update the running maxima m and sums l, and round the probabilities to T as the
+// A fragments of P V. corr: the factors O's rows must take. The scale (> 0,
 // flash_wgmma_supported) goes into the row maxima and each exponent's FMA, not onto every score.
 template <class T> struct Softmax {
   static constexpr float kLazyMax = 8.f;
