@@ -116,9 +116,10 @@ template <class T> struct Softmax {
       // The running maximum moves only when a score passes it by more than kLazyMax (log2 units):
       // probabilities then reach 2^kLazyMax at most (the same relative precision in T, and O and l
       // share the maximum, so O / l is unchanged), and most tiles leave O as it is (rescale skips).
-      const bool up = mx[h] * sc > m[h] + kLazyMax;  // false while the row has seen no key
-      corr[h] = up ? exp2_approx(m[h] - mx[h] * sc) : 1.f;
-      if (up) m[h] = mx[h] * sc;
+      const float top = mx[h] * sc;
+      const bool up = top > m[h] + kLazyMax;  // false while the row has seen no key
+      corr[h] = up ? exp2_approx(m[h] - top) : 1.f;
+      if (up) m[h] = top;
       mu[h] = m[h] == ninf ? 0.f : m[h];  // a row with no key yet: p = 0, no -inf - -inf
       l[h] *= corr[h];
     }
@@ -158,8 +159,9 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   constexpr int kThreads = L::kThreads, kBM = L::kBM;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const unsigned sbase = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  auto k_tile = [&](int t) { return sbase + unsigned(2 * (t % L::kStages)) * L::kTileKV; };
-  auto v_tile = [&](int t) { return sbase + unsigned(2 * (t % L::kStages) + 1) * L::kTileKV; };
+  auto stage = [](int t) { return unsigned(t % L::kStages) * 2 * L::kTileKV; };  // bytes from tile 0's K
+  auto k_tile = [&](int t) { return sbase + stage(t); };
+  auto v_tile = [&](int t) { return sbase + stage(t) + L::kTileKV; };
   const unsigned sq = sbase + L::kQ;
   // The group from lane 0, so that the compiler knows it uniform over the warp: the descriptors made
   // from it then stay in uniform registers.
@@ -189,7 +191,6 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   const uint64_t qd = wgmma::smem_desc(sq + unsigned(grp) * 64 * 128, 16, 1024);
   const uint64_t kd = wgmma::smem_desc(k_tile(0), 16, 1024), vd = wgmma::smem_desc(v_tile(0), L::kHalfKV, 1024);
   const uint32_t hi = uint32_t(qd >> 32);  // the same for the three (stride 1024, 128-byte swizzle)
-  auto stage = [](int t) { return unsigned(t % L::kStages) * 2 * L::kTileKV; };  // bytes from tile 0
   auto q_desc = [&](int ks) {
     return wgmma::desc_words(uint32_t(qd) + (unsigned(ks / 4) * L::kHalfQ + unsigned(ks % 4) * 32) / 16, hi);
   };
