@@ -12,8 +12,8 @@
 //    On a shared machine (other jobs on the cores) the medians measure the scheduler; the best of
 //    many short runs is what the kernels do when they have the cores (the load average is printed
 //    before and after).
-// 3. More rows (Q4_0, Q4_K, W 4096x4096): the integer kernels in groups of 8 rows against
-//    dequantize + sgemm (the path qmatmul takes beyond 8 rows), GFLOP/s.
+// 3. More rows (Q4_0, Q8_0, Q4_K, W 4096x4096): the default path (the AVX-512 panel kernels where
+//    the type has one), the row kernels in groups of 8 rows, and dequantize + sgemm, GFLOP/s.
 // Weights are random f32 rows quantized by wick's CPU quantizer, tiled to the full height (every
 // row has its own bytes in memory, so the weight stream is all 11008 rows).
 #include <immintrin.h>
@@ -210,21 +210,27 @@ int main(int argc, char** argv) {
   }
   cpu::qdot::set_isa(cpu::qdot::best_isa());
 
-  std::printf("\nmore rows, W 4096x4096: integer kernels (8 rows per weight read) vs dequantize + sgemm\n");
-  std::printf("%-7s %5s %12s %12s %12s %12s\n", "type", "m", "int ms", "int GFLOP/s", "sgemm ms", "sgemm GFLOP/s");
-  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K}) {
+  std::printf("\nmore rows, W 4096x4096: the default path (panel kernels where the type and level have one,\n"
+              "else the row kernels, 8 rows per weight read), the row kernels (WICK_QMATMUL_PATH=rows) and\n"
+              "dequantize + sgemm (WICK_QMATMUL_PATH=sgemm)\n");
+  std::printf("%-7s %5s %10s %10s %10s %10s %10s %10s\n", "type", "m", "int ms", "GFLOP/s", "rows ms", "GFLOP/s",
+              "sgemm ms", "GFLOP/s");
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K}) {
     const std::vector<QTensor> w = make_weights(t, 4096, 4096, 1);
     for (size_t m : {8, 16, 64, 512}) {
       if (quick && m > 64) break;
       const Tensor x = Tensor::randn({m, 4096}, DType::F32, Device::cpu(), 3);
       const int r = m >= 512 ? 3 : std::max(3, reps / 4);
       const double si = time_matmul(w, x, r, nullptr).best;
+      // Up to 8 rows every switch takes the row kernels: the default's time stands for them.
+      setenv("WICK_QMATMUL_PATH", "rows", 1);
+      const double sr = m > 8 ? time_matmul(w, x, r, nullptr).best : si;
       setenv("WICK_QMATMUL_PATH", "sgemm", 1);
-      const double sb = m > 8 ? time_matmul(w, x, r, nullptr).best : si;  // up to 8 rows: always the int path
+      const double sb = m > 8 ? time_matmul(w, x, r, nullptr).best : si;
       unsetenv("WICK_QMATMUL_PATH");
       const double fl = 2.0 * double(m) * 4096 * 4096;
-      std::printf("%-7s %5zu %12.3f %12.1f %12.3f %12.1f\n", ggml_type_name(t), m, si * 1e3, fl / si / 1e9, sb * 1e3,
-                  fl / sb / 1e9);
+      std::printf("%-7s %5zu %10.3f %10.1f %10.3f %10.1f %10.3f %10.1f\n", ggml_type_name(t), m, si * 1e3,
+                  fl / si / 1e9, sr * 1e3, fl / sr / 1e9, sb * 1e3, fl / sb / 1e9);
     }
   }
   std::printf("\nload average %.2f\n", loadavg());

@@ -12,7 +12,9 @@
 // The rounding term: each block's int32 sum is scaled and added in f32 (at most a few ulp of the
 // sum of |terms|, and a term is at most sum |x^_j w_j| ~ sum |x_j w_j|), and W dequantized rounds
 // each w_j once (d * q in f32, 1 ulp): 1e-5 * sum |x_j w_j| covers both for k <= 1024 with a
-// margin of 10 or more. More than 8 rows take the same kernels (8 rows at a time); the optional
+// margin of 10 or more. More than 8 rows take the same kernels (8 rows at a time) or, at the AVX-512
+// level for Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4, the panel kernels (16 weight rows a vector, the same
+// exact block sums, so the same bound; WICK_QMATMUL_PATH=rows keeps the row kernels); the optional
 // dequantize + f32 sgemm path (WICK_QMATMUL_PATH=sgemm) has no activation error, only the
 // rounding term, so the same bound holds for it. f16/bf16 results add their own rounding: 2^-11 /
 // 2^-8 of |y| (plus that share of the bound).
@@ -194,13 +196,19 @@ TEST_P(QMatmulCpu, EveryBatchAndLevelWithinTheActivationBound) {
       EXPECT_LT(r.tightness, 0.08) << what;
       per_level.push_back(yv);
     }
-    // The other path for more than 8 rows: W dequantized, f32 sgemm (no activation error).
+    // The other paths for more than 8 rows: W dequantized, f32 sgemm (no activation error); and
+    // the row kernels where the AVX-512 level has a panel kernel (WICK_QMATMUL_PATH=rows).
     if (m > 8) {
       setenv("WICK_QMATMUL_PATH", "sgemm", 1);
       const Tensor y = W.matmul_t(x);
-      unsetenv("WICK_QMATMUL_PATH");
       check(t, xv, w, test::values(y), m, n, k, DType::F32,
             std::string(ggml_type_name(t)) + " m=" + std::to_string(m) + " sgemm");
+      setenv("WICK_QMATMUL_PATH", "rows", 1);
+      const Tensor yr = W.matmul_t(x);
+      unsetenv("WICK_QMATMUL_PATH");
+      const Result rr = check(t, xv, w, test::values(yr), m, n, k, DType::F32,
+                              std::string(ggml_type_name(t)) + " m=" + std::to_string(m) + " rows");
+      EXPECT_LT(rr.tightness, 0.08) << ggml_type_name(t) << " m=" << m << " rows";
     }
     // The levels sum the same integers: they may differ only by f32 rounding.
     for (size_t l = 1; l < per_level.size(); ++l)

@@ -305,6 +305,10 @@ void quantize_row_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* 
     }
 }
 
+PanelKernel panel_kernel(GGMLType t, Isa isa) {
+  return isa == Isa::Avx512 ? avx512_panel(uint32_t(t)) : PanelKernel{nullptr, nullptr, 0};
+}
+
 RowDot kernel(GGMLType t, Isa isa) {
   RowDot k = nullptr;
   if (isa == Isa::Avx512) k = avx512_kernel(uint32_t(t));

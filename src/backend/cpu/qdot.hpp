@@ -35,6 +35,10 @@ RowDot kernel(GGMLType t, Isa isa);
 
 RowDot scalar_kernel(GGMLType t);  // every supported type
 
+// The prefill panel kernel of weight type t at level isa (qdot_kernels.hpp); pack is nullptr where
+// there is none (below AVX-512, or a type without one): such products take kernel(t, isa).
+PanelKernel panel_kernel(GGMLType t, Isa isa);
+
 // One row of nb * 32 floats as Q8_0 activations (XRow's q, d, s, sd; qn for whole groups of 4
 // blocks when it is not null): the bytes quant::quantize_block_q8_0 writes, at every level (the
 // AVX-512 level vectorises it; the encoder's scalar roundf was most of a decode step's serial time).

@@ -29,6 +29,30 @@ using RowDot = void (*)(const uint8_t* w, size_t nb, const XRow* x, int m, float
 RowDot avx2_kernel(uint32_t type);
 RowDot avx512_kernel(uint32_t type);
 
+// Prefill (more than 8 activation rows) of the 32-element types whose value is d * (q - off):
+// weight rows 16 at a time are repacked into a panel whose vector lanes are the 16 rows (per
+// block: 16 f32 scales, then 8 vectors of 4 unsigned bytes a row, bytes 4t..4t+3 of each row's
+// block in vector t), so one vpdpbusd is 64 products of 16 rows against 4 activation bytes
+// broadcast, and the scales are applied once per 16 rows. RowDot spends most of its instructions
+// on scales and lane shuffles there; the repack is paid once per panel for all activation rows.
+constexpr size_t kPanelRows = 16;
+constexpr size_t kPanelBlockBytes = 64 + 8 * 64;  // per block of 32: scales, 8 byte vectors
+// The activation rows the panel kernels take, 8 at a time interleaved per block (one pointer walks
+// them, where 8 XRows' 24 pointers spilled): 8 x 32 quant bytes, 8 f32 scales, 8 int32 -off * s
+// (the weight offset's share of the block sum, exact); slots past the last row are zero.
+constexpr size_t kXTileRows = 8;
+constexpr size_t kXTileBlockBytes = kXTileRows * (32 + 4 + 4);
+struct PanelKernel {
+  // Rows [0, rows) (rows <= 16) of w, row_bytes apart, nb blocks each, into panel (nb *
+  // kPanelBlockBytes bytes, 64-byte aligned); lanes from rows on hold no row and are not stored.
+  void (*pack)(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel);
+  // out[r * 16 + lane] = dot(the panel's row lane, activation row r of xtile) for r < m (1..8).
+  void (*gemm)(const uint8_t* panel, size_t nb, const uint8_t* xtile, int m, float* out);
+  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q8_0 / IQ4_NL / MXFP4 128
+};
+// The AVX-512 VNNI panel kernel of ggml type id `type`; pack is nullptr where it has none.
+PanelKernel avx512_panel(uint32_t type);
+
 // Q8_0 activation blocks of 32 floats from x, the values quant::quantize_block_q8_0 encodes: q, the
 // f16 scale as a float in d, the sum of q in s and s * d in sd, block after block. Returns the first
 // block it left to the scalar encoder (nb when none), which the caller encodes and then resumes.

@@ -209,9 +209,92 @@ void matvec_shares(const QuantDims& q, const uint8_t* w, size_t row_bytes, const
       &ctx);
 }
 
-// Prefill (m > 8): the pool's chunks of ~32 KiB of weights, claimed one at a time.
+// The x rows as the panel kernels take them (qdot_kernels.hpp, kXTileBlockBytes): groups of 8
+// rows, each group's blocks one after another, the rows of a block interleaved.
+void fill_xtiles(const qdot::XRow* x, size_t m, size_t nb, int32_t off, uint8_t* xt) {
+  struct Ctx {
+    const qdot::XRow* x;
+    size_t m, nb;
+    int32_t off;
+    uint8_t* xt;
+  } ctx{x, m, nb, off, xt};
+  parallel_chunks((m + qdot::kXTileRows - 1) / qdot::kXTileRows,
+                  [](void* p, size_t g) {
+                    const Ctx& cx = *static_cast<const Ctx*>(p);
+                    uint8_t* t = cx.xt + g * cx.nb * qdot::kXTileBlockBytes;
+                    std::memset(t, 0, cx.nb * qdot::kXTileBlockBytes);
+                    for (size_t r = 0; r < qdot::kXTileRows && g * qdot::kXTileRows + r < cx.m; ++r) {
+                      const qdot::XRow& xr = cx.x[g * qdot::kXTileRows + r];
+                      for (size_t b = 0; b < cx.nb; ++b) {
+                        uint8_t* blk = t + b * qdot::kXTileBlockBytes;
+                        std::memcpy(blk + 32 * r, xr.q + 32 * b, 32);
+                        const int32_t os = -cx.off * xr.s[b];
+                        std::memcpy(blk + qdot::kXTileRows * 32 + 4 * r, xr.d + b, 4);
+                        std::memcpy(blk + qdot::kXTileRows * 36 + 4 * r, &os, 4);
+                      }
+                    }
+                  },
+                  &ctx);
+}
+
+// Prefill (m > 8) with a panel kernel (qdot_kernels.hpp): a chunk is 16 weight rows, repacked once
+// into a per-thread panel, then run against the x tiles (in cache for every panel).
+void panel_gemm(const qdot::PanelKernel& pk, const QuantDims& q, const uint8_t* w, size_t row_bytes,
+                const Activations& a, size_t m, DType dt, void* y) {
+  const size_t nb = q.cols / 32, groups = (m + qdot::kXTileRows - 1) / qdot::kXTileRows;
+  // Kept per calling thread as the activations; one of more than 4 MiB is given back after the call.
+  thread_local std::vector<uint8_t> kept;
+  std::vector<uint8_t> big;
+  const size_t need = groups * nb * qdot::kXTileBlockBytes + 64;
+  std::vector<uint8_t>& buf = need <= (size_t(4) << 20) ? kept : big;
+  if (buf.size() < need) buf.resize(need);
+  uint8_t* xt = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  fill_xtiles(a.rows.data(), m, nb, pk.off, xt);
+  struct Ctx {
+    qdot::PanelKernel pk;
+    const uint8_t* w;
+    size_t row_bytes, nb, n, m;
+    const uint8_t* xt;
+    DType dt;
+    void* y;
+  } ctx{pk, w, row_bytes, nb, q.rows, m, xt, dt, y};
+  parallel_chunks((q.rows + qdot::kPanelRows - 1) / qdot::kPanelRows,
+                  [](void* p, size_t c) {
+                    const Ctx& cx = *static_cast<const Ctx*>(p);
+                    const size_t r0 = c * qdot::kPanelRows, rows = std::min(qdot::kPanelRows, cx.n - r0);
+                    thread_local std::vector<uint8_t> buf;  // kept across calls: no allocation per chunk
+                    const size_t need = cx.nb * qdot::kPanelBlockBytes + 64;
+                    if (buf.size() < need) buf.resize(need);
+                    uint8_t* panel = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+                    cx.pk.pack(cx.w + r0 * cx.row_bytes, cx.row_bytes, rows, cx.nb, panel);
+                    alignas(64) float out[qdot::kXTileRows * qdot::kPanelRows];
+                    for (size_t i0 = 0; i0 < cx.m; i0 += qdot::kXTileRows) {
+                      const int mm = int(std::min(qdot::kXTileRows, cx.m - i0));
+                      cx.pk.gemm(panel, cx.nb, cx.xt + (i0 / qdot::kXTileRows) * cx.nb * qdot::kXTileBlockBytes, mm,
+                                 out);
+                      for (int i = 0; i < mm; ++i)
+                        for (size_t j = 0; j < rows; ++j)
+                          store(cx.dt, cx.y, (i0 + i) * cx.n + r0 + j, out[i * qdot::kPanelRows + j]);
+                    }
+                  },
+                  &ctx);
+}
+
+// WICK_QMATMUL_PATH=rows keeps m > 8 rows on the row kernels where a panel kernel exists (for
+// measuring and for the tests of both paths); read per call like the sgemm switch.
+bool row_path_for_many_rows() {
+  const char* e = std::getenv("WICK_QMATMUL_PATH");
+  return e && std::string(e) == "rows";
+}
+
+// Prefill (m > 8): a panel kernel where the type and level have one, else the row kernels in the
+// pool's chunks of ~32 KiB of weights, claimed one at a time.
 void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activations& a, size_t m, DType dt, void* y) {
   if (m <= kMaxMatvecRows) return matvec_shares(q, w, row_bytes, a, m, dt, y);
+  const qdot::PanelKernel pk = qdot::panel_kernel(q.type, qdot::active_isa());
+  // The gathers index rows by int32 byte offsets: 15 rows apart must fit.
+  if (pk.pack && row_bytes * (qdot::kPanelRows - 1) < (size_t(1) << 31) && !row_path_for_many_rows())
+    return panel_gemm(pk, q, w, row_bytes, a, m, dt, y);
   struct Ctx {
     qdot::RowDot kern;
     const uint8_t* w;
