@@ -306,7 +306,7 @@ void quantize_row_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* 
 }
 
 PanelKernel panel_kernel(GGMLType t, Isa isa) {
-  return isa == Isa::Avx512 ? avx512_panel(uint32_t(t)) : PanelKernel{nullptr, nullptr, 0};
+  return isa == Isa::Avx512 ? avx512_panel(uint32_t(t)) : PanelKernel{nullptr, nullptr, 0, false};
 }
 
 RowDot kernel(GGMLType t, Isa isa) {

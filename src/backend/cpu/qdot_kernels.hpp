@@ -29,26 +29,36 @@ using RowDot = void (*)(const uint8_t* w, size_t nb, const XRow* x, int m, float
 RowDot avx2_kernel(uint32_t type);
 RowDot avx512_kernel(uint32_t type);
 
-// Prefill (more than 8 activation rows) of the 32-element types whose value is d * (q - off):
-// weight rows 16 at a time are repacked into a panel whose vector lanes are the 16 rows (per
-// block: 16 f32 scales, then 8 vectors of 4 unsigned bytes a row, bytes 4t..4t+3 of each row's
-// block in vector t), so one vpdpbusd is 64 products of 16 rows against 4 activation bytes
-// broadcast, and the scales are applied once per 16 rows. RowDot spends most of its instructions
-// on scales and lane shuffles there; the repack is paid once per panel for all activation rows.
+// Prefill (more than 8 activation rows): weight rows 16 at a time are repacked into a panel whose
+// vector lanes are the 16 rows, the quants as unsigned bytes, 4 consecutive elements of a row per
+// lane (vector v of a block: elements 4v..4v+3), so one vpdpbusd is 64 products of 16 rows against
+// 4 activation bytes broadcast, and scales are applied once per 16 rows. RowDot spends most of its
+// instructions on scales and lane shuffles there; the repack is paid once per panel for all rows.
+//
+// 32-element types whose value is d * (u - off) (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4), per block:
+// 16 f32 scales, 8 byte vectors. K-quants (Q4_K, Q5_K: D * sc_g * u - Dmin * mn_g over groups of
+// 32; Q6_K: D * sc_g * (u - 32) over groups of 16), per 256-element super-block: 16 f32 D, 16 f32
+// Dmin, 16 int32 vectors of group scales (group g's in vector g), 4 vectors of int16 min pairs
+// (groups 2p, 2p + 1 in vector p), 64 byte vectors.
 constexpr size_t kPanelRows = 16;
-constexpr size_t kPanelBlockBytes = 64 + 8 * 64;  // per block of 32: scales, 8 byte vectors
+constexpr size_t kPanelBlockBytes = 64 + 8 * 64;
+constexpr size_t kPanelSuperBytes = 64 + 64 + 16 * 64 + 4 * 64 + 64 * 64;
 // The activation rows the panel kernels take, 8 at a time interleaved per block (one pointer walks
-// them, where 8 XRows' 24 pointers spilled): 8 x 32 quant bytes, 8 f32 scales, 8 int32 -off * s
-// (the weight offset's share of the block sum, exact); slots past the last row are zero.
+// them, where 8 XRows' 24 pointers spilled); slots past the last row are zero. Per block of 32:
+// 8 x 32 quant bytes, 8 f32 scales, 8 int32 -off * s (the weight offset's share of the block
+// sum, exact). Per super-block of 256: 8 x 256 quant bytes, 8 f32 scales, 8 x 16 int32 -off *
+// (sum of each 16), 8 x 4 int16 pairs of the sums of each 32 (for the mins).
 constexpr size_t kXTileRows = 8;
 constexpr size_t kXTileBlockBytes = kXTileRows * (32 + 4 + 4);
+constexpr size_t kXTileSuperBytes = kXTileRows * (256 + 4 + 16 * 4 + 4 * 4);
 struct PanelKernel {
   // Rows [0, rows) (rows <= 16) of w, row_bytes apart, nb blocks each, into panel (nb *
-  // kPanelBlockBytes bytes, 64-byte aligned); lanes from rows on hold no row and are not stored.
+  // kPanel{Block,Super}Bytes bytes, 64-byte aligned); lanes from rows on hold no row and are not stored.
   void (*pack)(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel);
   // out[r * 16 + lane] = dot(the panel's row lane, activation row r of xtile) for r < m (1..8).
   void (*gemm)(const uint8_t* panel, size_t nb, const uint8_t* xtile, int m, float* out);
-  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q8_0 / IQ4_NL / MXFP4 128
+  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q8_0 / IQ4_NL / MXFP4 128, Q6_K 32
+  bool super;   // 256-element super-blocks (the K-quants' layouts above)
 };
 // The AVX-512 VNNI panel kernel of ggml type id `type`; pack is nullptr where it has none.
 PanelKernel avx512_panel(uint32_t type);

@@ -1,5 +1,6 @@
 // AVX-512 VNNI panel kernels of the CPU quantized matmul's prefill (qdot_kernels.hpp, PanelKernel):
-// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations. Compiled with the same flags
+// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations, Q4_K, Q5_K and Q6_K against
+// Q8_K. Compiled with the same flags
 // as qdot_avx512.cpp and called only when the CPU has them; includes nothing but qdot_kernels.hpp
 // (which says why) and <immintrin.h>.
 //
@@ -146,22 +147,188 @@ void gemm_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float*
   }
 }
 
+// ---- K-quants: 256-element super-blocks, 16 rows a panel (qdot_kernels.hpp's layout).
+enum class KQ { Q4_K, Q5_K, Q6_K };
+
+// Byte j (0..3) of each lane's dword as an int32 lane.
+inline __m512i byte_of(__m512i v, int j) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xFF)); }
+
+template <KQ K>
+void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel) {
+  constexpr int BB = K == KQ::Q4_K ? 144 : K == KQ::Q5_K ? 176 : 210;
+  const __mmask16 mask = rows >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32(int32_t(row_bytes)));
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x03), m1 = _mm512_set1_epi8(0x01);
+  for (size_t b = 0; b < nb; ++b, panel += kPanelSuperBytes) {
+    const uint8_t* blk = w + b * BB;
+    float* dd = reinterpret_cast<float*>(panel);
+    __m512i* sc = reinterpret_cast<__m512i*>(panel + 128);
+    __m512i* mn = reinterpret_cast<__m512i*>(panel + 128 + 16 * 64);
+    __m512i* q = reinterpret_cast<__m512i*>(panel + 128 + 20 * 64);
+    if constexpr (K == KQ::Q6_K) {
+      // ql (128) at 0, qh (64) at 128, 16 int8 scales at 192, f16 d at 208 (read as the high half
+      // of the dword at 206, so no lane reads past its block).
+      const __m512i dw = gather(mask, idx, blk + 206);
+      _mm512_store_ps(dd, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dw, 16))));
+      _mm512_store_ps(dd + 16, _mm512_setzero_ps());
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = gather(mask, idx, blk + 192 + 4 * c);
+        for (int j = 0; j < 4; ++j)  // sign-extended: byte j moved to the top of the lane, shifted down
+          _mm512_store_si512(sc + 4 * c + j, _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * j), 24));
+      }
+      // Half n, dword c of a 32-byte run: elements 128n + 32i + 4c.. for i = 0..3 (the low
+      // nibbles of ql bytes 64n + 4c.. and 64n + 32 + 4c.., then their high nibbles; qh's bit
+      // pairs 0, 2, 4, 6 of bytes 32n + 4c..).
+      for (int n = 0; n < 2; ++n)
+        for (int c = 0; c < 8; ++c) {
+          const __m512i a = gather(mask, idx, blk + 64 * n + 4 * c), bq = gather(mask, idx, blk + 64 * n + 32 + 4 * c);
+          const __m512i h = gather(mask, idx, blk + 128 + 32 * n + 4 * c);
+          const __m512i lo[4] = {_mm512_and_si512(a, m4), _mm512_and_si512(bq, m4),
+                                 _mm512_and_si512(_mm512_srli_epi16(a, 4), m4),
+                                 _mm512_and_si512(_mm512_srli_epi16(bq, 4), m4)};
+          for (int i = 0; i < 4; ++i) {
+            const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * i), m2), 4);
+            _mm512_store_si512(q + 32 * n + 8 * i + c, _mm512_or_si512(lo[i], hi));
+          }
+        }
+      continue;
+    }
+    // Q4_K / Q5_K: f16 d and dmin, 12 bytes of 6-bit scales and mins at 4, (Q5_K: qh, 32 at 16), qs.
+    const __m512i head = gather(mask, idx, blk);
+    _mm512_store_ps(dd, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
+    _mm512_store_ps(dd + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
+    const __m512i A = gather(mask, idx, blk + 4), B = gather(mask, idx, blk + 8), C = gather(mask, idx, blk + 12);
+    const __m512i c3f = _mm512_set1_epi32(0x3f3f3f3f), c0f = _mm512_set1_epi32(0x0f0f0f0f),
+                  c03 = _mm512_set1_epi32(0x03030303);
+    const __m512i sc_lo = _mm512_and_si512(A, c3f), mn_lo = _mm512_and_si512(B, c3f);
+    const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(C, c0f),
+                                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(A, 6), c03), 4));
+    const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(C, 4), c0f),
+                                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(B, 6), c03), 4));
+    for (int j = 0; j < 4; ++j) {
+      _mm512_store_si512(sc + j, byte_of(sc_lo, j));
+      _mm512_store_si512(sc + 4 + j, byte_of(sc_hi, j));
+    }
+    for (int g = 8; g < 16; ++g) _mm512_store_si512(sc + g, _mm512_setzero_si512());
+    for (int p = 0; p < 2; ++p) {  // int16 pairs (mins 2p, 2p + 1) of groups 0-3, then 4-7
+      _mm512_store_si512(mn + p, _mm512_or_si512(byte_of(mn_lo, 2 * p), _mm512_slli_epi32(byte_of(mn_lo, 2 * p + 1), 16)));
+      _mm512_store_si512(mn + 2 + p,
+                         _mm512_or_si512(byte_of(mn_hi, 2 * p), _mm512_slli_epi32(byte_of(mn_hi, 2 * p + 1), 16)));
+    }
+    constexpr int QS = K == KQ::Q5_K ? 48 : 16;
+    // Chunk j of 64 elements: byte l of qs[32j..] holds element 64j + l (low nibble) and 64j + 32 + l
+    // (high); Q5_K's fifth bits of those are bits 2j and 2j + 1 of qh[l].
+    for (int j = 0; j < 4; ++j)
+      for (int c = 0; c < 8; ++c) {
+        const __m512i raw = gather(mask, idx, blk + QS + 32 * j + 4 * c);
+        __m512i lo = _mm512_and_si512(raw, m4), hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+        if constexpr (K == KQ::Q5_K) {
+          const __m512i h = gather(mask, idx, blk + 16 + 4 * c);
+          lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * j), m1), 4));
+          hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2 * j + 1), m1), 4));
+        }
+        _mm512_store_si512(q + 16 * j + c, lo);
+        _mm512_store_si512(q + 16 * j + 8 + c, hi);
+      }
+  }
+}
+
+// G: elements a scale group (32: Q4_K / Q5_K, with mins; 16: Q6_K, its offset in the x tile).
+// Loop order: a group's weight vectors and scale stay in registers for all M rows; each row's
+// int32 sum over the super-block is exact (|sum| < 2^31 with these types' scales).
+template <int G, bool kMin, int M>
+void gemm_k(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
+  __m512 acc[M];
+  for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
+  for (size_t b = 0; b < nb; ++b, panel += kPanelSuperBytes, xt += kXTileSuperBytes) {
+    const __m512i* sc = reinterpret_cast<const __m512i*>(panel + 128);
+    const __m512i* qv = reinterpret_cast<const __m512i*>(panel + 128 + 20 * 64);
+    const int32_t* xq = reinterpret_cast<const int32_t*>(xt);  // 64 dwords a row
+    const float* dx = reinterpret_cast<const float*>(xt + kXTileRows * 256);
+    const int32_t* os = reinterpret_cast<const int32_t*>(xt + kXTileRows * 260);  // 16 a row
+    const int32_t* bp = reinterpret_cast<const int32_t*>(xt + kXTileRows * 324);  // 4 a row
+    __m512i isum[M];
+    for (int r = 0; r < M; ++r) isum[r] = _mm512_setzero_si512();
+    for (int g = 0; g < 256 / G; ++g) {
+      const __m512i s = _mm512_load_si512(sc + g);
+      __m512i wv[G / 4];
+      for (int t = 0; t < G / 4; ++t) wv[t] = _mm512_load_si512(qv + g * (G / 4) + t);
+      for (int r = 0; r < M; ++r) {
+        const int32_t* x4 = xq + 64 * r + g * (G / 4);
+        __m512i s0 = G == 16 ? _mm512_set1_epi32(os[16 * r + g]) : _mm512_setzero_si512();
+        __m512i s1 = _mm512_setzero_si512();
+        for (int t = 0; t < G / 4; t += 2) {
+          s0 = _mm512_dpbusd_epi32(s0, wv[t], _mm512_set1_epi32(x4[t]));
+          s1 = _mm512_dpbusd_epi32(s1, wv[t + 1], _mm512_set1_epi32(x4[t + 1]));
+        }
+        isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), s));
+      }
+    }
+    const __m512 D = _mm512_load_ps(reinterpret_cast<const float*>(panel));
+    for (int r = 0; r < M; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(D, _mm512_set1_ps(dx[r])), acc[r]);
+    if constexpr (kMin) {  // - Dmin * sum_g mn_g * (x's sum over group g)
+      const __m512 Dm = _mm512_load_ps(reinterpret_cast<const float*>(panel + 64));
+      const __m512i* mn = reinterpret_cast<const __m512i*>(panel + 128 + 16 * 64);
+      const __m512i mn0 = _mm512_load_si512(mn), mn1 = _mm512_load_si512(mn + 1), mn2 = _mm512_load_si512(mn + 2),
+                    mn3 = _mm512_load_si512(mn + 3);
+      for (int r = 0; r < M; ++r) {
+        __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mn0, _mm512_set1_epi32(bp[4 * r]));
+        ms = _mm512_dpwssd_epi32(ms, mn1, _mm512_set1_epi32(bp[4 * r + 1]));
+        ms = _mm512_dpwssd_epi32(ms, mn2, _mm512_set1_epi32(bp[4 * r + 2]));
+        ms = _mm512_dpwssd_epi32(ms, mn3, _mm512_set1_epi32(bp[4 * r + 3]));
+        acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(Dm, _mm512_set1_ps(dx[r])), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < M; ++r) _mm512_storeu_ps(out + 16 * r, acc[r]);
+}
+
+template <int G, bool kMin>
+void gemm_k_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float* out) {
+  switch (m) {
+    case 1:
+      return gemm_k<G, kMin, 1>(panel, nb, xt, out);
+    case 2:
+      return gemm_k<G, kMin, 2>(panel, nb, xt, out);
+    case 3:
+      return gemm_k<G, kMin, 3>(panel, nb, xt, out);
+    case 4:
+      return gemm_k<G, kMin, 4>(panel, nb, xt, out);
+    case 5:
+      return gemm_k<G, kMin, 5>(panel, nb, xt, out);
+    case 6:
+      return gemm_k<G, kMin, 6>(panel, nb, xt, out);
+    case 7:
+      return gemm_k<G, kMin, 7>(panel, nb, xt, out);
+    default:
+      return gemm_k<G, kMin, 8>(panel, nb, xt, out);
+  }
+}
+
 }  // namespace
 
 PanelKernel avx512_panel(uint32_t type) {
   switch (type) {  // GGMLType numbers
     case 2:
-      return {pack<P::Q4_0>, gemm_rows, 8};
+      return {pack<P::Q4_0>, gemm_rows, 8, false};
     case 6:
-      return {pack<P::Q5_0>, gemm_rows, 16};
+      return {pack<P::Q5_0>, gemm_rows, 16, false};
     case 8:
-      return {pack<P::Q8_0>, gemm_rows, 128};
+      return {pack<P::Q8_0>, gemm_rows, 128, false};
     case 20:
-      return {pack<P::IQ4_NL>, gemm_rows, 128};
+      return {pack<P::IQ4_NL>, gemm_rows, 128, false};
     case 39:
-      return {pack<P::MXFP4>, gemm_rows, 128};
+      return {pack<P::MXFP4>, gemm_rows, 128, false};
+    case 12:
+      return {pack_k<KQ::Q4_K>, gemm_k_rows<32, true>, 0, true};
+    case 13:
+      return {pack_k<KQ::Q5_K>, gemm_k_rows<32, true>, 0, true};
+    case 14:
+      return {pack_k<KQ::Q6_K>, gemm_k_rows<16, false>, 32, true};
     default:
-      return {nullptr, nullptr, 0};
+      return {nullptr, nullptr, 0, false};
   }
 }
 
@@ -170,7 +337,7 @@ PanelKernel avx512_panel(uint32_t type) {
 #else  // not x86-64: no AVX-512 kernels
 
 namespace wick::cpu::qdot {
-PanelKernel avx512_panel(uint32_t) { return {nullptr, nullptr, 0}; }
+PanelKernel avx512_panel(uint32_t) { return {nullptr, nullptr, 0, false}; }
 }  // namespace wick::cpu::qdot
 
 #endif

@@ -209,28 +209,45 @@ void matvec_shares(const QuantDims& q, const uint8_t* w, size_t row_bytes, const
       &ctx);
 }
 
-// The x rows as the panel kernels take them (qdot_kernels.hpp, kXTileBlockBytes): groups of 8
-// rows, each group's blocks one after another, the rows of a block interleaved.
-void fill_xtiles(const qdot::XRow* x, size_t m, size_t nb, int32_t off, uint8_t* xt) {
+// The x rows as the panel kernels take them (qdot_kernels.hpp, kXTile*Bytes): groups of 8 rows,
+// each group's blocks one after another, the rows of a block interleaved.
+void fill_xtiles(const qdot::XRow* x, size_t m, size_t nb, const qdot::PanelKernel& pk, uint8_t* xt) {
   struct Ctx {
     const qdot::XRow* x;
     size_t m, nb;
     int32_t off;
+    bool super;
     uint8_t* xt;
-  } ctx{x, m, nb, off, xt};
+  } ctx{x, m, nb, pk.off, pk.super, xt};
   parallel_chunks((m + qdot::kXTileRows - 1) / qdot::kXTileRows,
                   [](void* p, size_t g) {
                     const Ctx& cx = *static_cast<const Ctx*>(p);
-                    uint8_t* t = cx.xt + g * cx.nb * qdot::kXTileBlockBytes;
-                    std::memset(t, 0, cx.nb * qdot::kXTileBlockBytes);
-                    for (size_t r = 0; r < qdot::kXTileRows && g * qdot::kXTileRows + r < cx.m; ++r) {
-                      const qdot::XRow& xr = cx.x[g * qdot::kXTileRows + r];
+                    constexpr size_t R = qdot::kXTileRows;
+                    const size_t bb = cx.super ? qdot::kXTileSuperBytes : qdot::kXTileBlockBytes;
+                    const size_t be = cx.super ? 256 : 32;
+                    uint8_t* t = cx.xt + g * cx.nb * bb;
+                    std::memset(t, 0, cx.nb * bb);
+                    for (size_t r = 0; r < R && g * R + r < cx.m; ++r) {
+                      const qdot::XRow& xr = cx.x[g * R + r];
                       for (size_t b = 0; b < cx.nb; ++b) {
-                        uint8_t* blk = t + b * qdot::kXTileBlockBytes;
-                        std::memcpy(blk + 32 * r, xr.q + 32 * b, 32);
-                        const int32_t os = -cx.off * xr.s[b];
-                        std::memcpy(blk + qdot::kXTileRows * 32 + 4 * r, xr.d + b, 4);
-                        std::memcpy(blk + qdot::kXTileRows * 36 + 4 * r, &os, 4);
+                        uint8_t* blk = t + b * bb;
+                        std::memcpy(blk + be * r, xr.q + be * b, be);
+                        std::memcpy(blk + R * be + 4 * r, xr.d + b, 4);
+                        if (!cx.super) {
+                          const int32_t os = -cx.off * xr.s[b];
+                          std::memcpy(blk + R * 36 + 4 * r, &os, 4);
+                          continue;
+                        }
+                        const int16_t* bs = xr.bs + 16 * b;  // sums of each 16
+                        for (size_t h = 0; h < 16; ++h) {
+                          const int32_t os = -cx.off * bs[h];
+                          std::memcpy(blk + R * 260 + 64 * r + 4 * h, &os, 4);
+                        }
+                        for (size_t q = 0; q < 4; ++q) {  // sums of each 32, two int16 a dword
+                          const int16_t pair[2] = {int16_t(bs[4 * q] + bs[4 * q + 1]),
+                                                   int16_t(bs[4 * q + 2] + bs[4 * q + 3])};
+                          std::memcpy(blk + R * 324 + 16 * r + 4 * q, pair, 4);
+                        }
                       }
                     }
                   },
@@ -241,36 +258,37 @@ void fill_xtiles(const qdot::XRow* x, size_t m, size_t nb, int32_t off, uint8_t*
 // into a per-thread panel, then run against the x tiles (in cache for every panel).
 void panel_gemm(const qdot::PanelKernel& pk, const QuantDims& q, const uint8_t* w, size_t row_bytes,
                 const Activations& a, size_t m, DType dt, void* y) {
-  const size_t nb = q.cols / 32, groups = (m + qdot::kXTileRows - 1) / qdot::kXTileRows;
+  const size_t nb = q.cols / (pk.super ? 256 : 32), groups = (m + qdot::kXTileRows - 1) / qdot::kXTileRows;
+  const size_t xbb = pk.super ? qdot::kXTileSuperBytes : qdot::kXTileBlockBytes;
   // Kept per calling thread as the activations; one of more than 4 MiB is given back after the call.
   thread_local std::vector<uint8_t> kept;
   std::vector<uint8_t> big;
-  const size_t need = groups * nb * qdot::kXTileBlockBytes + 64;
+  const size_t need = groups * nb * xbb + 64;
   std::vector<uint8_t>& buf = need <= (size_t(4) << 20) ? kept : big;
   if (buf.size() < need) buf.resize(need);
   uint8_t* xt = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
-  fill_xtiles(a.rows.data(), m, nb, pk.off, xt);
+  fill_xtiles(a.rows.data(), m, nb, pk, xt);
   struct Ctx {
     qdot::PanelKernel pk;
     const uint8_t* w;
-    size_t row_bytes, nb, n, m;
+    size_t row_bytes, nb, n, m, pbb, xbb;
     const uint8_t* xt;
     DType dt;
     void* y;
-  } ctx{pk, w, row_bytes, nb, q.rows, m, xt, dt, y};
+  } ctx{pk, w, row_bytes, nb, q.rows, m, pk.super ? qdot::kPanelSuperBytes : qdot::kPanelBlockBytes, xbb, xt, dt, y};
   parallel_chunks((q.rows + qdot::kPanelRows - 1) / qdot::kPanelRows,
                   [](void* p, size_t c) {
                     const Ctx& cx = *static_cast<const Ctx*>(p);
                     const size_t r0 = c * qdot::kPanelRows, rows = std::min(qdot::kPanelRows, cx.n - r0);
                     thread_local std::vector<uint8_t> buf;  // kept across calls: no allocation per chunk
-                    const size_t need = cx.nb * qdot::kPanelBlockBytes + 64;
+                    const size_t need = cx.nb * cx.pbb + 64;
                     if (buf.size() < need) buf.resize(need);
                     uint8_t* panel = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
                     cx.pk.pack(cx.w + r0 * cx.row_bytes, cx.row_bytes, rows, cx.nb, panel);
                     alignas(64) float out[qdot::kXTileRows * qdot::kPanelRows];
                     for (size_t i0 = 0; i0 < cx.m; i0 += qdot::kXTileRows) {
                       const int mm = int(std::min(qdot::kXTileRows, cx.m - i0));
-                      cx.pk.gemm(panel, cx.nb, cx.xt + (i0 / qdot::kXTileRows) * cx.nb * qdot::kXTileBlockBytes, mm,
+                      cx.pk.gemm(panel, cx.nb, cx.xt + (i0 / qdot::kXTileRows) * cx.nb * cx.xbb, mm,
                                  out);
                       for (int i = 0; i < mm; ++i)
                         for (size_t j = 0; j < rows; ++j)
