@@ -4,10 +4,12 @@
 // (llama.cpp's Q8_0 / Q8_K, ops/quant_encode.hpp) and every weight row is dotted with all of them
 // in integer arithmetic by the kernel level the CPU supports (qdot.hpp), weight rows split over
 // the thread pool. Each weight block is read from memory once, which is what bounds a decode step.
-// More rows (prefill) take the same kernels, 8 rows of x per weight read, groups of x rows
-// outermost within a chunk of weight rows (both stay in cache). The alternative, panels of W
-// dequantized to f32 times OpenBLAS sgemm (WICK_QMATMUL_PATH=sgemm), was 3-18x slower for m = 16
-// to 512 on the 2-core machine (bench/cpu_qmatvec.cpp, bench/results/cpu_qmatvec_2cpu_*.txt).
+// More rows (prefill) take the AVX-512 panel kernels where the type has one (qdot_kernels.hpp: 16
+// weight rows repacked into vector lanes, 1.8-2.9x the row kernels at m = 64), else the row kernels,
+// 8 rows of x per weight read, groups of x rows outermost within a chunk of weight rows (both stay
+// in cache). The alternative, panels of W dequantized to f32 times OpenBLAS sgemm
+// (WICK_QMATMUL_PATH=sgemm), was 3-18x slower than the row kernels for m = 16 to 512 on the 2-core
+// machine (bench/cpu_qmatvec.cpp, bench/results/cpu_qmatvec_2cpu_*.txt).
 #include <cblas.h>
 
 #include <algorithm>
