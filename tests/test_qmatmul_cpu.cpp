@@ -345,3 +345,45 @@ TEST(QMatmulCpuHand, ActivationEncoderMatchesTheSharedOne) {
 }
 
 }  // namespace
+
+// The Q8_K encoder at every level gives the bytes of quant::quantize_block_q8_K (the AVX-512 one is
+// vectorised): random blocks of every scale; ties of the nearest-even rounding (max -127: iscale 1,
+// so the products are the values); the largest magnitude as both +a and -a (the first one sets the
+// sign); values past 127 after scaling (clipped); zeros, tiny and huge blocks, NaN and infinities
+// (the scalar encoder's).
+TEST(QMatmulCpuHand, Q8KEncoderMatchesTheSharedOne) {
+  const size_t nb = 12;
+  std::vector<float> x(nb * 256);
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (size_t b = 0; b < nb; ++b) {
+    const float scale = std::ldexp(1.0f, int(b % 7) * 8 - 24);  // 2^-24 .. 2^24
+    for (size_t j = 0; j < 256; ++j) x[b * 256 + j] = u(rng) * scale;
+  }
+  const float ties[] = {0.5f, -0.5f, 1.5f, -2.5f, 126.5f, -126.5f, 3.5f, 64.5f, -7.5f, 2.5f};
+  for (size_t j = 0; j < 256; ++j) x[1 * 256 + j] = ties[j % 10];
+  x[1 * 256 + 100] = -127.0f;  // the largest magnitude: iscale = 1
+  for (size_t j = 0; j < 256; ++j) x[2 * 256 + j] = 0.25f * float(int(j % 9) - 4);
+  x[2 * 256 + 40] = 3.0f;  // +3 first, -3 later: max = +3, so iscale < 0
+  x[2 * 256 + 41] = -3.0f;
+  for (size_t j = 0; j < 256; ++j) x[3 * 256 + j] = 0.0f;
+  x[4 * 256 + 9] = 1e-35f;                    // max |x| below 2^-100: scalar
+  for (size_t j = 0; j < 256; ++j) x[5 * 256 + j] *= 1e32f;  // above 2^100: scalar
+  x[6 * 256 + 7] = std::nanf("");
+  x[7 * 256 + 1] = INFINITY;
+  x[8 * 256 + 2] = -INFINITY;
+  for (int i = 0; i <= int(cpu::qdot::best_isa()); ++i) {
+    std::vector<int8_t> q(nb * 256);
+    std::vector<float> d(nb);
+    std::vector<int16_t> bs(nb * 16);
+    cpu::qdot::quantize_row_q8_K(x.data(), nb, q.data(), d.data(), bs.data(), cpu::qdot::Isa(i));
+    for (size_t b = 0; b < nb; ++b) {
+      uint8_t ref[292];
+      quant::quantize_block_q8_K(x.data() + b * 256, ref);
+      const std::string what = std::string(cpu::qdot::isa_name(cpu::qdot::Isa(i))) + " block " + std::to_string(b);
+      ASSERT_EQ(std::memcmp(q.data() + b * 256, ref + 4, 256), 0) << what;
+      ASSERT_EQ(std::memcmp(&d[b], ref, 4), 0) << what;
+      ASSERT_EQ(std::memcmp(bs.data() + b * 16, ref + 260, 32), 0) << what;
+    }
+  }
+}

@@ -282,6 +282,20 @@ RowDot scalar_kernel(GGMLType t) {
   }
 }
 
+void quantize_row_q8_K(const float* x, size_t nb, int8_t* q, float* d, int16_t* bs, Isa isa) {
+  size_t ib = 0;
+  while (ib < nb) {
+    if (isa == Isa::Avx512) ib += avx512_quantize_q8_K(x + ib * 256, nb - ib, q + ib * 256, d + ib, bs + ib * 16);
+    if (ib == nb) break;
+    uint8_t blk[292];  // the shared encoder, then unpacked
+    quant::quantize_block_q8_K(x + ib * 256, blk);
+    d[ib] = quant::detail::ld_f32(blk);
+    std::memcpy(q + ib * 256, blk + 4, 256);
+    std::memcpy(bs + ib * 16, blk + 260, 32);  // little-endian int16, as the file
+    ++ib;
+  }
+}
+
 void quantize_row_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* s, float* sd, int8_t* qn, Isa isa) {
   size_t ib = 0;
   while (ib < nb) {

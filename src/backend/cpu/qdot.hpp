@@ -44,4 +44,9 @@ PanelKernel panel_kernel(GGMLType t, Isa isa);
 // AVX-512 level vectorises it; the encoder's scalar roundf was most of a decode step's serial time).
 void quantize_row_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* s, float* sd, int8_t* qn, Isa isa);
 
+// One row of nb * 256 floats as Q8_K activations (XRow's q, d, bs): the bytes
+// quant::quantize_block_q8_K writes, at every level (the AVX-512 level vectorised; prefill spent
+// 7% of a step in the scalar encoder).
+void quantize_row_q8_K(const float* x, size_t nb, int8_t* q, float* d, int16_t* bs, Isa isa);
+
 }  // namespace wick::cpu::qdot

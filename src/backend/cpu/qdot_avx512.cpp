@@ -658,6 +658,46 @@ size_t avx512_quantize_q8_0(const float* x, size_t nb, int8_t* q, float* d, int3
   return nb;
 }
 
+// Q8_K activation blocks of 256 floats as quant::quantize_block_q8_K encodes them: max is the
+// first value of the largest magnitude, iscale = -127 / max in scalar f32, q = nearest (ties to
+// even, the magic-number rounding's result below 2^22) of the product rounded on its own, clipped
+// at 127; d = 1 / iscale; the sums of each 16. Left to the scalar encoder: non-finite values and
+// max |x| outside [2^-100, 2^100] (iscale near overflow), where the two are not worth proving equal.
+size_t avx512_quantize_q8_K(const float* x, size_t nb, int8_t* q, float* d, int16_t* bs) {
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  const __m512i top = _mm512_set1_epi32(127);
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const float* xb = x + 256 * ib;
+    __m512 amax = _mm512_setzero_ps();
+    for (int c = 0; c < 16; ++c) {
+      const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * c));
+      if (_mm512_cmp_ps_mask(a, inf, _CMP_LT_OQ) != 0xFFFF) return ib;
+      amax = _mm512_max_ps(amax, a);
+    }
+    const float am = _mm512_reduce_max_ps(amax);
+    if (!(am >= 0x1p-100f && am <= 0x1p100f)) return ib;
+    float mx = 0;
+    for (int c = 0; c < 16; ++c) {  // the first element of magnitude am
+      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * c)), _mm512_set1_ps(am), _CMP_EQ_OQ);
+      if (hit) {
+        mx = xb[16 * c + __builtin_ctz(hit)];
+        break;
+      }
+    }
+    const float iscale = -127.0f / mx;
+    const __m512 is = _mm512_set1_ps(iscale);
+    for (int c = 0; c < 16; ++c) {
+      const __m512 v = _mm512_mul_round_ps(_mm512_loadu_ps(xb + 16 * c), is, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512i qi = _mm512_min_epi32(
+          _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), top);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 256 * ib + 16 * c), _mm512_cvtepi32_epi8(qi));
+      bs[16 * ib + c] = int16_t(_mm512_reduce_add_epi32(qi));
+    }
+    d[ib] = 1.0f / iscale;
+  }
+  return nb;
+}
+
 }  // namespace wick::cpu::qdot
 
 #else  // not x86-64: no AVX-512 kernels
@@ -665,6 +705,7 @@ size_t avx512_quantize_q8_0(const float* x, size_t nb, int8_t* q, float* d, int3
 namespace wick::cpu::qdot {
 RowDot avx512_kernel(uint32_t) { return nullptr; }
 size_t avx512_quantize_q8_0(const float*, size_t, int8_t*, float*, int32_t*, float*) { return 0; }
+size_t avx512_quantize_q8_K(const float*, size_t, int8_t*, float*, int16_t*) { return 0; }
 }  // namespace wick::cpu::qdot
 
 #endif

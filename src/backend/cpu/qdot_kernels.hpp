@@ -67,5 +67,8 @@ PanelKernel avx512_panel(uint32_t type);
 // f16 scale as a float in d, the sum of q in s and s * d in sd, block after block. Returns the first
 // block it left to the scalar encoder (nb when none), which the caller encodes and then resumes.
 size_t avx512_quantize_q8_0(const float* x, size_t nb, int8_t* q, float* d, int32_t* s, float* sd);
+// Q8_K blocks of 256 floats likewise (quant::quantize_block_q8_K's values): q, d, the 16 sums of
+// each 16 in bs, block after block; returns the first block it left to the scalar encoder.
+size_t avx512_quantize_q8_K(const float* x, size_t nb, int8_t* q, float* d, int16_t* bs);
 
 }  // namespace wick::cpu::qdot

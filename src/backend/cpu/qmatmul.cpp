@@ -79,8 +79,8 @@ void quantize_activations(const Storage& x, const Layout& l, size_t m, size_t k,
                  qk ? nullptr : reinterpret_cast<int8_t*>(r + q_bytes + d_bytes + s_bytes + sd_bytes)};
   }
   // Chunks of up to kChunk elements of one row: f32 x through a stack buffer, each block encoded
-  // as the shared encoder does (the bytes llama.cpp writes; Q8_0 by qdot::quantize_row_q8_0, the
-  // AVX-512 level vectorised), then unpacked into the row's arrays.
+  // as the shared encoder does (the bytes llama.cpp writes; by qdot::quantize_row_q8_0 / _q8_K, the
+  // AVX-512 level vectorised) into the row's arrays.
   const size_t per_row = (k + kChunk - 1) / kChunk;
   struct Ctx {
     const Storage* x;
@@ -112,15 +112,8 @@ void quantize_activations(const Storage& x, const Layout& l, size_t m, size_t k,
                                   const_cast<int8_t*>(r.qn) + j0, cx.isa);
           return;
         }
-        uint8_t blk[292];
-        auto* bs = const_cast<int16_t*>(r.bs);
-        for (size_t b = 0; b < len / 256; ++b) {
-          quant::quantize_block_q8_K(xf + b * 256, blk);
-          const size_t ib = j0 / 256 + b;
-          d[ib] = quant::detail::ld_f32(blk);
-          std::memcpy(q + b * 256, blk + 4, 256);
-          std::memcpy(bs + ib * 16, blk + 260, 32);  // little-endian int16, as the file
-        }
+        const size_t ib = j0 / 256;
+        qdot::quantize_row_q8_K(xf, len / 256, q, d + ib, const_cast<int16_t*>(r.bs) + ib * 16, cx.isa);
       },
       &ctx);
 }
