@@ -123,6 +123,109 @@ void silu_mul_generic(const float* a, const float* b, float* out, size_t n) {
 }
 #endif
 
+// Lane-wise max of a 16-float vector folded to one float (4 shuffle steps).
+[[gnu::always_inline]] inline float hmax16(F16 v) {
+  v = v > __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
+          ? v
+          : __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  v = v > __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
+          ? v
+          : __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+  v = v > __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)
+          ? v
+          : __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  return v[0] > v[1] ? v[0] : v[1];
+}
+
+// 16-lane vectors whatever the ISA (the compiler splits them for AVX2 and SSE2), so the key blocks
+// have one layout. Per step: scores S[r] = sum_e q[r][e] kt[e] (16 keys), masked lanes -inf; the
+// row's max moves only when a score passes it (then acc and the lane sums are rescaled); P = exp(S
+// - max) summed lane-wise (folded once at the end); acc[r] += P[r][j] v[j] over the step's keys.
+[[gnu::always_inline]] inline void attention_set(const float* q, size_t ldq, const size_t* nk, size_t m,
+                                                 const float* kt, const float* v, size_t ldv, size_t d, size_t dv,
+                                                 float* out) {
+  constexpr size_t R = kAttnSetRows, L = kAttnKeyLanes;
+  float mx[R];
+  F16 lsum[R];
+  size_t kmax = 0;
+  for (size_t r = 0; r < m; ++r) {
+    mx[r] = -__builtin_inff();
+    lsum[r] = F16{};
+    kmax = nk[r] > kmax ? nk[r] : kmax;
+    for (size_t e = 0; e < dv; ++e) out[r * dv + e] = 0.0f;
+  }
+  const F16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  alignas(64) float p[R][L];
+  for (size_t j0 = 0; j0 < kmax; j0 += L, kt += d * L) {
+    F16 s[R];
+    for (size_t r = 0; r < m; ++r) s[r] = F16{};
+    for (size_t e = 0; e < d; ++e) {
+      F16 kv;
+      std::memcpy(&kv, kt + e * L, sizeof kv);
+      for (size_t r = 0; r < m; ++r) s[r] += q[r * ldq + e] * kv;
+    }
+    bool live[R];
+    for (size_t r = 0; r < m; ++r) {
+      live[r] = nk[r] > j0;
+      if (!live[r]) continue;
+      const float vis = float(nk[r] - j0);  // lanes at or past it are masked (exact: < 2^24 keys a step)
+      s[r] = lane < vis ? s[r] : F16{} - __builtin_inff();
+      const float bm = hmax16(s[r]) > mx[r] ? hmax16(s[r]) : mx[r];
+      if (bm != mx[r]) {  // exp(-inf) = 0 on the first step
+        F16 c = F16{} + (mx[r] - bm);
+        exp_vec<F16, I16, U16>(c, c);
+        lsum[r] *= c[0];
+        for (size_t e = 0; e < dv; ++e) out[r * dv + e] *= c[0];
+        mx[r] = bm;
+      }
+      F16 pr = s[r] - bm;
+      exp_vec<F16, I16, U16>(pr, pr);
+      lsum[r] += pr;
+      std::memcpy(p[r], &pr, sizeof pr);
+    }
+    const size_t nj = kmax - j0 < L ? kmax - j0 : L;
+    size_t c = 0;
+    for (; c + L <= dv; c += L)
+      for (size_t r = 0; r < m; ++r) {
+        if (!live[r]) continue;
+        F16 a;
+        std::memcpy(&a, out + r * dv + c, sizeof a);
+        for (size_t j = 0; j < nj; ++j) {
+          F16 vv;
+          std::memcpy(&vv, v + (j0 + j) * ldv + c, sizeof vv);
+          a += p[r][j] * vv;
+        }
+        std::memcpy(out + r * dv + c, &a, sizeof a);
+      }
+    for (size_t r = 0; r < m; ++r)  // the last dv % 16 columns
+      if (live[r])
+        for (size_t j = 0; j < nj; ++j)
+          for (size_t e = c; e < dv; ++e) out[r * dv + e] += p[r][j] * v[(j0 + j) * ldv + e];
+  }
+  for (size_t r = 0; r < m; ++r) {
+    float t = 0;
+    for (size_t l = 0; l < L; ++l) t += lsum[r][l];
+    for (size_t e = 0; e < dv; ++e) out[r * dv + e] /= t;
+  }
+}
+
+void attention_set_generic(const float* q, size_t ldq, const size_t* nk, size_t m, const float* kt, const float* v,
+                           size_t ldv, size_t d, size_t dv, float* out) {
+  attention_set(q, ldq, nk, m, kt, v, ldv, d, dv, out);
+}
+#ifdef WICK_VEC_X86
+[[gnu::target("avx2,fma")]] void attention_set_avx2(const float* q, size_t ldq, const size_t* nk, size_t m,
+                                                    const float* kt, const float* v, size_t ldv, size_t d, size_t dv,
+                                                    float* out) {
+  attention_set(q, ldq, nk, m, kt, v, ldv, d, dv, out);
+}
+[[gnu::target("avx512f")]] void attention_set_avx512(const float* q, size_t ldq, const size_t* nk, size_t m,
+                                                     const float* kt, const float* v, size_t ldv, size_t d, size_t dv,
+                                                     float* out) {
+  attention_set(q, ldq, nk, m, kt, v, ldv, d, dv, out);
+}
+#endif
+
 void f16_to_f32_scalar(const uint16_t* in, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = f16_bits_to_f32(in[i]);
 }
@@ -209,6 +312,20 @@ void f16_to_f32(const uint16_t* in, float* out, size_t n) {
   if (f16c) return f16_to_f32_f16c(in, out, n);
 #endif
   f16_to_f32_scalar(in, out, n);
+}
+
+void attention_set_f32(const float* q, size_t ldq, const size_t* n_keys, size_t m, const float* kt, const float* v,
+                       size_t ldv, size_t d, size_t dv, float* out) {
+  switch (best_vec_isa()) {
+#ifdef WICK_VEC_X86
+    case VecIsa::Avx512:
+      return attention_set_avx512(q, ldq, n_keys, m, kt, v, ldv, d, dv, out);
+    case VecIsa::Avx2:
+      return attention_set_avx2(q, ldq, n_keys, m, kt, v, ldv, d, dv, out);
+#endif
+    default:
+      return attention_set_generic(q, ldq, n_keys, m, kt, v, ldv, d, dv, out);
+  }
 }
 
 }  // namespace wick::cpu

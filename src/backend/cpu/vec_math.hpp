@@ -26,6 +26,16 @@ void exp_f32(const float* in, float* out, size_t n, VecIsa isa);  // isa must be
 // largest serial cost of a CPU decode step after the matvecs (silu_mul of a 5632-wide FFN row per layer).
 void silu_mul_f32(const float* a, const float* b, float* out, size_t n);
 
+// Attention's inner loop (nn.cpp): m <= kAttnSetRows query rows q (d floats each, ldq apart, already
+// times the scale) sharing one KV head, row r seeing keys [0, n_keys[r]), in an online softmax over
+// steps of kAttnKeyLanes keys: the scores of a step as one vector per row (q's elements broadcast
+// against kt), exp, the rescale and P V in vector registers. kt holds the head's keys transposed in
+// blocks of 16 ([block][d][16] floats, anything past the last key: its lanes are masked); value row
+// j is at v + j * ldv (dv floats). out: m rows of dv floats. A row with no keys gives NaN (0 / 0).
+constexpr size_t kAttnSetRows = 8, kAttnKeyLanes = 16;
+void attention_set_f32(const float* q, size_t ldq, const size_t* n_keys, size_t m, const float* kt, const float* v,
+                       size_t ldv, size_t d, size_t dv, float* out);
+
 // out[i] = the f32 value of the IEEE half in[i] (bits, as wick::f16 stores them): exact, the bits of
 // f16_bits_to_f32 (dtype.hpp). F16C where the CPU has it (8 at a time; a group holding an inf or NaN
 // goes through f16_bits_to_f32, since F16C sets a signalling NaN's quiet bit). Attention converts
