@@ -285,9 +285,14 @@ void panel_gemm(const qdot::PanelKernel& pk, const QuantDims& q, const uint8_t* 
                       const int mm = int(std::min(qdot::kXTileRows, cx.m - i0));
                       cx.pk.gemm(panel, cx.nb, cx.xt + (i0 / qdot::kXTileRows) * cx.nb * cx.xbb, mm,
                                  out);
-                      for (int i = 0; i < mm; ++i)
-                        for (size_t j = 0; j < rows; ++j)
-                          store(cx.dt, cx.y, (i0 + i) * cx.n + r0 + j, out[i * qdot::kPanelRows + j]);
+                      for (int i = 0; i < mm; ++i) {
+                        const size_t at = (i0 + i) * cx.n + r0;
+                        if (cx.dt == DType::F32) {  // most prefills: one copy a row, no per-element switch
+                          std::memcpy(static_cast<float*>(cx.y) + at, out + i * qdot::kPanelRows, rows * sizeof(float));
+                          continue;
+                        }
+                        for (size_t j = 0; j < rows; ++j) store(cx.dt, cx.y, at + j, out[i * qdot::kPanelRows + j]);
+                      }
                     }
                   },
                   &ctx);
