@@ -13,8 +13,8 @@
 // sum of |terms|, and a term is at most sum |x^_j w_j| ~ sum |x_j w_j|), and W dequantized rounds
 // each w_j once (d * q in f32, 1 ulp): 1e-5 * sum |x_j w_j| covers both for k <= 1024 with a
 // margin of 10 or more. More than 8 rows take the same kernels (8 rows at a time) or, at the AVX-512
-// level for Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4, the panel kernels (16 weight rows a vector, the same
-// exact block sums, so the same bound; WICK_QMATMUL_PATH=rows keeps the row kernels); the optional
+// level for Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, the panel kernels (16 weight rows a
+// vector, the same exact block sums, so the same bound; WICK_QMATMUL_PATH=rows keeps the row kernels); the optional
 // dequantize + f32 sgemm path (WICK_QMATMUL_PATH=sgemm) has no activation error, only the
 // rounding term, so the same bound holds for it. f16/bf16 results add their own rounding: 2^-11 /
 // 2^-8 of |y| (plus that share of the bound).
@@ -367,7 +367,7 @@ TEST(QMatmulCpuHand, Q8KEncoderMatchesTheSharedOne) {
   x[2 * 256 + 40] = 3.0f;  // +3 first, -3 later: max = +3, so iscale < 0
   x[2 * 256 + 41] = -3.0f;
   for (size_t j = 0; j < 256; ++j) x[3 * 256 + j] = 0.0f;
-  x[4 * 256 + 9] = 1e-35f;                    // max |x| below 2^-100: scalar
+  x[4 * 256 + 9] = 1e-35f;                                   // max |x| below 2^-100: scalar
   for (size_t j = 0; j < 256; ++j) x[5 * 256 + j] *= 1e32f;  // above 2^100: scalar
   x[6 * 256 + 7] = std::nanf("");
   x[7 * 256 + 1] = INFINITY;

@@ -330,7 +330,8 @@ template <class T>
 void attention_sets(Operand4<T> q, Operand4<T> k, Operand4<T> v, T* out, const AttentionDims& a,
                     const std::vector<size_t>& lens) {
   constexpr size_t L = kAttnKeyLanes, R = kAttnSetRows;
-  const size_t group = a.h_q / a.h_kv, tc = *std::max_element(lens.begin(), lens.end());  // keys past every length: unread
+  const size_t group = a.h_q / a.h_kv;
+  const size_t tc = *std::max_element(lens.begin(), lens.end());  // keys past every length: unread
   const size_t nblk = (tc + L - 1) / L, head_kt = nblk * a.d * L;
   std::vector<float> kt(a.b * a.h_kv * head_kt);
   parallel_for(a.b * a.h_kv * nblk, [&](size_t c0, size_t c1) {

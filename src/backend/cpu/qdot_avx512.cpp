@@ -678,7 +678,8 @@ size_t avx512_quantize_q8_K(const float* x, size_t nb, int8_t* q, float* d, int1
     if (!(am >= 0x1p-100f && am <= 0x1p100f)) return ib;
     float mx = 0;
     for (int c = 0; c < 16; ++c) {  // the first element of magnitude am
-      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * c)), _mm512_set1_ps(am), _CMP_EQ_OQ);
+      const __mmask16 hit =
+          _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * c)), _mm512_set1_ps(am), _CMP_EQ_OQ);
       if (hit) {
         mx = xb[16 * c + __builtin_ctz(hit)];
         break;
@@ -687,9 +688,10 @@ size_t avx512_quantize_q8_K(const float* x, size_t nb, int8_t* q, float* d, int1
     const float iscale = -127.0f / mx;
     const __m512 is = _mm512_set1_ps(iscale);
     for (int c = 0; c < 16; ++c) {
-      const __m512 v = _mm512_mul_round_ps(_mm512_loadu_ps(xb + 16 * c), is, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      const __m512i qi = _mm512_min_epi32(
-          _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), top);
+      const __m512 v =
+          _mm512_mul_round_ps(_mm512_loadu_ps(xb + 16 * c), is, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512i qi =
+          _mm512_min_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), top);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 256 * ib + 16 * c), _mm512_cvtepi32_epi8(qi));
       bs[16 * ib + c] = int16_t(_mm512_reduce_add_epi32(qi));
     }

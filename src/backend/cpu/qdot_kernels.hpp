@@ -36,8 +36,9 @@ RowDot avx512_kernel(uint32_t type);
 // instructions on scales and lane shuffles there; the repack is paid once per panel for all rows.
 //
 // 32-element types whose value is d * (u - off) (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4), per block:
-// 16 f32 scales, 8 byte vectors. K-quants (Q4_K, Q5_K: D * sc_g * u - Dmin * mn_g over groups of
-// 32; Q6_K: D * sc_g * (u - 32) over groups of 16), per 256-element super-block: 16 f32 D, 16 f32
+// 16 f32 scales, 8 byte vectors. 256-element super-blocks (Q4_K, Q5_K: D * sc_g * u - Dmin * mn_g
+// over groups of 32; IQ4_XS: D * sc_g * (u - 128) over 32; Q3_K: D * sc_g * (u - 4) and Q6_K: D *
+// sc_g * (u - 32) over groups of 16), per super-block: 16 f32 D, 16 f32
 // Dmin, 16 int32 vectors of group scales (group g's in vector g), 4 vectors of int16 min pairs
 // (groups 2p, 2p + 1 in vector p), 64 byte vectors.
 constexpr size_t kPanelRows = 16;
@@ -57,7 +58,7 @@ struct PanelKernel {
   void (*pack)(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel);
   // out[r * 16 + lane] = dot(the panel's row lane, activation row r of xtile) for r < m (1..8).
   void (*gemm)(const uint8_t* panel, size_t nb, const uint8_t* xtile, int m, float* out);
-  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q8_0 / IQ4_NL / MXFP4 128, Q6_K 32
+  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q8_0 / IQ4_NL / MXFP4 / IQ4_XS 128, Q3_K 4, Q6_K 32
   bool super;   // 256-element super-blocks (the K-quants' layouts above)
 };
 // The AVX-512 VNNI panel kernel of ggml type id `type`; pack is nullptr where it has none.

@@ -1,6 +1,6 @@
 // AVX-512 VNNI panel kernels of the CPU quantized matmul's prefill (qdot_kernels.hpp, PanelKernel):
-// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations, Q4_K, Q5_K and Q6_K against
-// Q8_K. Compiled with the same flags
+// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations, Q3_K, Q4_K, Q5_K, Q6_K and
+// IQ4_XS against Q8_K. Compiled with the same flags
 // as qdot_avx512.cpp and called only when the CPU has them; includes nothing but qdot_kernels.hpp
 // (which says why) and <immintrin.h>.
 //
@@ -43,9 +43,9 @@ void pack(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* p
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   // The table types' value as an unsigned byte: their signed level + 128 (as qdot_avx512.cpp).
   const __m512i lut = _mm512_broadcast_i32x4(
-      K == P::IQ4_NL ? _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15)
-                     : _mm_setr_epi8(-128, -127, -126, -125, -124, -122, -120, -116, -128, 127, 126, 125, 124, 122,
-                                     120, 116));
+      K == P::IQ4_NL
+          ? _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15)
+          : _mm_setr_epi8(-128, -127, -126, -125, -124, -122, -120, -116, -128, 127, 126, 125, 124, 122, 120, 116));
   for (size_t b = 0; b < nb; ++b, panel += kPanelBlockBytes) {
     const uint8_t* blk = w + b * T::BB;
     const __m512i head = gather(mask, idx, blk);  // the scale in the low bytes
@@ -54,7 +54,8 @@ void pack(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* p
       const __m512i e = _mm512_and_si512(head, _mm512_set1_epi32(0xFF));
       const __mmask16 sub = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
       const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
-      d = _mm512_castsi512_ps(_mm512_mask_blend_epi32(sub, normal, _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e)));
+      d = _mm512_castsi512_ps(
+          _mm512_mask_blend_epi32(sub, normal, _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e)));
     } else {
       d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
     }
@@ -78,13 +79,14 @@ void pack(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* p
         const __m512i spread = _mm512_set1_epi32(0x02040810);
         const __m512i b4 = _mm512_set1_epi32(0x10101010);
         lo = _mm512_or_si512(
-            lo, _mm512_and_si512(_mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * c), _mm512_set1_epi32(15)),
-                                                    spread),
-                                 b4));
+            lo,
+            _mm512_and_si512(
+                _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * c), _mm512_set1_epi32(15)), spread), b4));
         hi = _mm512_or_si512(
-            hi, _mm512_and_si512(
-                    _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 16 + 4 * c), _mm512_set1_epi32(15)), spread),
-                    b4));
+            hi,
+            _mm512_and_si512(
+                _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 16 + 4 * c), _mm512_set1_epi32(15)), spread),
+                b4));
       }
       _mm512_store_si512(v + c, lo);
       _mm512_store_si512(v + 4 + c, hi);
@@ -148,14 +150,16 @@ void gemm_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float*
 }
 
 // ---- K-quants: 256-element super-blocks, 16 rows a panel (qdot_kernels.hpp's layout).
-enum class KQ { Q4_K, Q5_K, Q6_K };
+enum class KQ { Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS };
 
 // Byte j (0..3) of each lane's dword as an int32 lane.
-inline __m512i byte_of(__m512i v, int j) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xFF)); }
+inline __m512i byte_of(__m512i v, int j) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xFF));
+}
 
 template <KQ K>
 void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel) {
-  constexpr int BB = K == KQ::Q4_K ? 144 : K == KQ::Q5_K ? 176 : 210;
+  constexpr int BB = K == KQ::Q3_K ? 110 : K == KQ::Q4_K ? 144 : K == KQ::Q5_K ? 176 : K == KQ::Q6_K ? 210 : 136;
   const __mmask16 mask = rows >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
   const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32(int32_t(row_bytes)));
@@ -166,6 +170,63 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
     __m512i* sc = reinterpret_cast<__m512i*>(panel + 128);
     __m512i* mn = reinterpret_cast<__m512i*>(panel + 128 + 16 * 64);
     __m512i* q = reinterpret_cast<__m512i*>(panel + 128 + 20 * 64);
+    if constexpr (K == KQ::Q3_K || K == KQ::IQ4_XS) {
+      for (int g = 0; g < 4; ++g) _mm512_store_si512(mn + g, _mm512_setzero_si512());
+      _mm512_store_ps(dd + 16, _mm512_setzero_ps());
+    }
+    if constexpr (K == KQ::Q3_K) {
+      // hmask (32) at 0, qs (64) at 32, 12 bytes of 6-bit scales at 96, f16 d at 108 (the high half
+      // of the dword at 106). Element e: 2 bits of qs[32 (e / 128) + e % 32] at 2 ((e / 32) % 4), its
+      // hmask bit (e / 32) of byte e % 32 set meaning +4: u = q + 4 h in 0..7, value u - 4.
+      const __m512i dw = gather(mask, idx, blk + 106);
+      _mm512_store_ps(dd, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dw, 16))));
+      const __m512i A = gather(mask, idx, blk + 96), B = gather(mask, idx, blk + 100), C = gather(mask, idx, blk + 104);
+      for (int g = 0; g < 16; ++g) {  // (low 4 bits of byte g % 8, nibble g / 8) | (2 bits of byte 8 + g % 4) << 4
+        const __m512i lo4 = _mm512_and_si512(_mm512_srli_epi32(byte_of((g & 7) < 4 ? A : B, g & 3), 4 * (g >> 3)),
+                                             _mm512_set1_epi32(15));
+        const __m512i hi2 = _mm512_and_si512(_mm512_srli_epi32(byte_of(C, g & 3), 2 * (g >> 2)), _mm512_set1_epi32(3));
+        _mm512_store_si512(sc + g,
+                           _mm512_sub_epi32(_mm512_or_si512(lo4, _mm512_slli_epi32(hi2, 4)), _mm512_set1_epi32(32)));
+      }
+      for (int c = 0; c < 8; ++c) {
+        const __m512i h = gather(mask, idx, blk + 4 * c);
+        for (int half = 0; half < 2; ++half) {
+          const __m512i raw = gather(mask, idx, blk + 32 + 32 * half + 4 * c);
+          for (int i = 0; i < 4; ++i) {  // chunk j = 4 half + i of 32 elements
+            const int j = 4 * half + i;
+            const __m512i qv = _mm512_and_si512(_mm512_srli_epi16(raw, 2 * i), m2);
+            const __m512i hv = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, j), m1), 2);
+            _mm512_store_si512(q + 8 * j + c, _mm512_or_si512(qv, hv));
+          }
+        }
+      }
+      continue;
+    }
+    if constexpr (K == KQ::IQ4_XS) {
+      // f16 d, u16 high scale bits at 2, 4 bytes of low scale nibbles at 4, qs (128) at 8: group g's
+      // scale ((sl[g / 2] >> 4 (g % 2)) & 15 | ((sh >> 2g) & 3) << 4) - 32; its 16 bytes at 8 + 16g,
+      // low nibbles elements 32g.., high 32g + 16.., through the IQ4_NL table (+ 128).
+      const __m512i head = gather(mask, idx, blk), SL = gather(mask, idx, blk + 4);
+      _mm512_store_ps(dd, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
+      const __m512i sh = _mm512_srli_epi32(head, 16);
+      for (int g = 0; g < 8; ++g) {
+        const __m512i lo4 = _mm512_and_si512(_mm512_srli_epi32(SL, 8 * (g >> 1) + 4 * (g & 1)), _mm512_set1_epi32(15));
+        const __m512i hi2 = _mm512_and_si512(_mm512_srli_epi32(sh, 2 * g), _mm512_set1_epi32(3));
+        _mm512_store_si512(sc + g,
+                           _mm512_sub_epi32(_mm512_or_si512(lo4, _mm512_slli_epi32(hi2, 4)), _mm512_set1_epi32(32)));
+        _mm512_store_si512(sc + 8 + g, _mm512_setzero_si512());
+      }
+      const __m512i lut = _mm512_broadcast_i32x4(
+          _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
+      for (int g = 0; g < 8; ++g)
+        for (int c = 0; c < 4; ++c) {
+          const __m512i raw = gather(mask, idx, blk + 8 + 16 * g + 4 * c);
+          _mm512_store_si512(q + 8 * g + c, _mm512_shuffle_epi8(lut, _mm512_and_si512(raw, m4)));
+          _mm512_store_si512(q + 8 * g + 4 + c,
+                             _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4)));
+        }
+      continue;
+    }
     if constexpr (K == KQ::Q6_K) {
       // ql (128) at 0, qh (64) at 128, 16 int8 scales at 192, f16 d at 208 (read as the high half
       // of the dword at 206, so no lane reads past its block).
@@ -202,8 +263,8 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
     const __m512i c3f = _mm512_set1_epi32(0x3f3f3f3f), c0f = _mm512_set1_epi32(0x0f0f0f0f),
                   c03 = _mm512_set1_epi32(0x03030303);
     const __m512i sc_lo = _mm512_and_si512(A, c3f), mn_lo = _mm512_and_si512(B, c3f);
-    const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(C, c0f),
-                                          _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(A, 6), c03), 4));
+    const __m512i sc_hi =
+        _mm512_or_si512(_mm512_and_si512(C, c0f), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(A, 6), c03), 4));
     const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(C, 4), c0f),
                                           _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(B, 6), c03), 4));
     for (int j = 0; j < 4; ++j) {
@@ -212,7 +273,8 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
     }
     for (int g = 8; g < 16; ++g) _mm512_store_si512(sc + g, _mm512_setzero_si512());
     for (int p = 0; p < 2; ++p) {  // int16 pairs (mins 2p, 2p + 1) of groups 0-3, then 4-7
-      _mm512_store_si512(mn + p, _mm512_or_si512(byte_of(mn_lo, 2 * p), _mm512_slli_epi32(byte_of(mn_lo, 2 * p + 1), 16)));
+      _mm512_store_si512(mn + p,
+                         _mm512_or_si512(byte_of(mn_lo, 2 * p), _mm512_slli_epi32(byte_of(mn_lo, 2 * p + 1), 16)));
       _mm512_store_si512(mn + 2 + p,
                          _mm512_or_si512(byte_of(mn_hi, 2 * p), _mm512_slli_epi32(byte_of(mn_hi, 2 * p + 1), 16)));
     }
@@ -234,7 +296,8 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
   }
 }
 
-// G: elements a scale group (32: Q4_K / Q5_K, with mins; 16: Q6_K, its offset in the x tile).
+// G: elements a scale group (32: Q4_K / Q5_K with mins, IQ4_XS with its offset; 16: Q3_K / Q6_K
+// with theirs); the offsets come from the x tile.
 // Loop order: a group's weight vectors and scale stay in registers for all M rows; each row's
 // int32 sum over the super-block is exact (|sum| < 2^31 with these types' scales).
 template <int G, bool kMin, int M>
@@ -256,8 +319,14 @@ void gemm_k(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
       for (int t = 0; t < G / 4; ++t) wv[t] = _mm512_load_si512(qv + g * (G / 4) + t);
       for (int r = 0; r < M; ++r) {
         const int32_t* x4 = xq + 64 * r + g * (G / 4);
-        __m512i s0 = G == 16 ? _mm512_set1_epi32(os[16 * r + g]) : _mm512_setzero_si512();
-        __m512i s1 = _mm512_setzero_si512();
+        // The type's offset (-off times x's sums of 16, from the x tile); the min types have none.
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        if constexpr (!kMin && G == 16) {
+          s0 = _mm512_set1_epi32(os[16 * r + g]);
+        } else if constexpr (!kMin) {
+          s0 = _mm512_set1_epi32(os[16 * r + 2 * g]);
+          s1 = _mm512_set1_epi32(os[16 * r + 2 * g + 1]);
+        }
         for (int t = 0; t < G / 4; t += 2) {
           s0 = _mm512_dpbusd_epi32(s0, wv[t], _mm512_set1_epi32(x4[t]));
           s1 = _mm512_dpbusd_epi32(s1, wv[t + 1], _mm512_set1_epi32(x4[t + 1]));
@@ -325,8 +394,12 @@ PanelKernel avx512_panel(uint32_t type) {
       return {pack_k<KQ::Q4_K>, gemm_k_rows<32, true>, 0, true};
     case 13:
       return {pack_k<KQ::Q5_K>, gemm_k_rows<32, true>, 0, true};
+    case 11:
+      return {pack_k<KQ::Q3_K>, gemm_k_rows<16, false>, 4, true};
     case 14:
       return {pack_k<KQ::Q6_K>, gemm_k_rows<16, false>, 32, true};
+    case 23:
+      return {pack_k<KQ::IQ4_XS>, gemm_k_rows<32, false>, 128, true};
     default:
       return {nullptr, nullptr, 0, false};
   }
