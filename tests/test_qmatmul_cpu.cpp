@@ -13,8 +13,8 @@
 // sum of |terms|, and a term is at most sum |x^_j w_j| ~ sum |x_j w_j|), and W dequantized rounds
 // each w_j once (d * q in f32, 1 ulp): 1e-5 * sum |x_j w_j| covers both for k <= 1024 with a
 // margin of 10 or more. More than 8 rows take the same kernels (8 rows at a time) or, at the AVX-512
-// level for Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, the panel kernels (16 weight rows a
-// vector, the same exact block sums, so the same bound; WICK_QMATMUL_PATH=rows keeps the row kernels); the optional
+// level for Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, the panel kernels (16 weight rows
+// a vector, the same exact block sums, so the same bound; WICK_QMATMUL_PATH=rows keeps the row kernels); the optional
 // dequantize + f32 sgemm path (WICK_QMATMUL_PATH=sgemm) has no activation error, only the
 // rounding term, so the same bound holds for it. f16/bf16 results add their own rounding: 2^-11 /
 // 2^-8 of |y| (plus that share of the bound).

@@ -37,28 +37,32 @@ RowDot avx512_kernel(uint32_t type);
 //
 // 32-element types whose value is d * (u - off) (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4), per block:
 // 16 f32 scales, 8 byte vectors. 256-element super-blocks (Q4_K, Q5_K: D * sc_g * u - Dmin * mn_g
-// over groups of 32; IQ4_XS: D * sc_g * (u - 128) over 32; Q3_K: D * sc_g * (u - 4) and Q6_K: D *
-// sc_g * (u - 32) over groups of 16), per super-block: 16 f32 D, 16 f32
-// Dmin, 16 int32 vectors of group scales (group g's in vector g), 4 vectors of int16 min pairs
-// (groups 2p, 2p + 1 in vector p), 64 byte vectors.
+// over groups of 32, Q2_K over groups of 16; IQ4_XS: D * sc_g * (u - 128) over 32; Q3_K: D * sc_g *
+// (u - 4) and Q6_K: D * sc_g * (u - 32) over groups of 16), per super-block: the layout below.
 constexpr size_t kPanelRows = 16;
 constexpr size_t kPanelBlockBytes = 64 + 8 * 64;
-constexpr size_t kPanelSuperBytes = 64 + 64 + 16 * 64 + 4 * 64 + 64 * 64;
+// Byte offsets in a super-block's panel: 16 f32 D, 16 f32 Dmin, 16 int32 vectors of group scales
+// (group g's in vector g), 8 vectors of int16 min pairs (groups 2p, 2p + 1 in vector p; groups of 32
+// use the first 4), 64 quant vectors.
+constexpr size_t kPSuperDmin = 64, kPSuperScales = 128, kPSuperMins = kPSuperScales + 16 * 64;
+constexpr size_t kPSuperQ = kPSuperMins + 8 * 64, kPanelSuperBytes = kPSuperQ + 64 * 64;
 // The activation rows the panel kernels take, 8 at a time interleaved per block (one pointer walks
 // them, where 8 XRows' 24 pointers spilled); slots past the last row are zero. Per block of 32:
 // 8 x 32 quant bytes, 8 f32 scales, 8 int32 -off * s (the weight offset's share of the block
 // sum, exact). Per super-block of 256: 8 x 256 quant bytes, 8 f32 scales, 8 x 16 int32 -off *
-// (sum of each 16), 8 x 4 int16 pairs of the sums of each 32 (for the mins).
+// (sum of each 16), 8 x 4 int16 pairs of the sums of each 32 and 8 x 8 pairs of the sums of each
+// 16 (for the mins).
 constexpr size_t kXTileRows = 8;
-constexpr size_t kXTileBlockBytes = kXTileRows * (32 + 4 + 4);
-constexpr size_t kXTileSuperBytes = kXTileRows * (256 + 4 + 16 * 4 + 4 * 4);
+constexpr size_t kXBlockD = kXTileRows * 32, kXBlockOff = kXTileRows * 36, kXTileBlockBytes = kXTileRows * 40;
+constexpr size_t kXSuperD = kXTileRows * 256, kXSuperOff = kXTileRows * 260, kXSuperPairs32 = kXTileRows * 324;
+constexpr size_t kXSuperPairs16 = kXTileRows * 340, kXTileSuperBytes = kXTileRows * 372;
 struct PanelKernel {
   // Rows [0, rows) (rows <= 16) of w, row_bytes apart, nb blocks each, into panel (nb *
   // kPanel{Block,Super}Bytes bytes, 64-byte aligned); lanes from rows on hold no row and are not stored.
   void (*pack)(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel);
   // out[r * 16 + lane] = dot(the panel's row lane, activation row r of xtile) for r < m (1..8).
   void (*gemm)(const uint8_t* panel, size_t nb, const uint8_t* xtile, int m, float* out);
-  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q8_0 / IQ4_NL / MXFP4 / IQ4_XS 128, Q3_K 4, Q6_K 32
+  int32_t off;  // the unsigned value's offset: Q4_0 8, Q5_0 16, Q3_K 4, Q6_K 32, Q8_0 / IQ4_NL / MXFP4 / IQ4_XS 128
   bool super;   // 256-element super-blocks (the K-quants' layouts above)
 };
 // The AVX-512 VNNI panel kernel of ggml type id `type`; pack is nullptr where it has none.

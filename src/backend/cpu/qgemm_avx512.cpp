@@ -1,6 +1,6 @@
 // AVX-512 VNNI panel kernels of the CPU quantized matmul's prefill (qdot_kernels.hpp, PanelKernel):
-// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations, Q3_K, Q4_K, Q5_K, Q6_K and
-// IQ4_XS against Q8_K. Compiled with the same flags
+// Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
+// and IQ4_XS against Q8_K. Compiled with the same flags
 // as qdot_avx512.cpp and called only when the CPU has them; includes nothing but qdot_kernels.hpp
 // (which says why) and <immintrin.h>.
 //
@@ -107,8 +107,8 @@ void gemm(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
                   w3 = _mm512_load_si512(v + 3), w4 = _mm512_load_si512(v + 4), w5 = _mm512_load_si512(v + 5),
                   w6 = _mm512_load_si512(v + 6), w7 = _mm512_load_si512(v + 7);
     const int32_t* q = reinterpret_cast<const int32_t*>(xt);  // 8 dwords a row
-    const float* dx = reinterpret_cast<const float*>(xt + kXTileRows * 32);
-    const int32_t* os = reinterpret_cast<const int32_t*>(xt + kXTileRows * 36);
+    const float* dx = reinterpret_cast<const float*>(xt + kXBlockD);
+    const int32_t* os = reinterpret_cast<const int32_t*>(xt + kXBlockOff);
     for (int r = 0; r < M; ++r) {
       const int32_t* qr = q + 8 * r;
       // Two chains of four, so each block's sum waits on four dependent vpdpbusd, not eight.
@@ -150,7 +150,7 @@ void gemm_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float*
 }
 
 // ---- K-quants: 256-element super-blocks, 16 rows a panel (qdot_kernels.hpp's layout).
-enum class KQ { Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS };
+enum class KQ { Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS };
 
 // Byte j (0..3) of each lane's dword as an int32 lane.
 inline __m512i byte_of(__m512i v, int j) {
@@ -159,7 +159,12 @@ inline __m512i byte_of(__m512i v, int j) {
 
 template <KQ K>
 void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* panel) {
-  constexpr int BB = K == KQ::Q3_K ? 110 : K == KQ::Q4_K ? 144 : K == KQ::Q5_K ? 176 : K == KQ::Q6_K ? 210 : 136;
+  constexpr int BB = K == KQ::Q2_K   ? 84
+                     : K == KQ::Q3_K ? 110
+                     : K == KQ::Q4_K ? 144
+                     : K == KQ::Q5_K ? 176
+                     : K == KQ::Q6_K ? 210
+                                     : 136;
   const __mmask16 mask = rows >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << rows) - 1);
   const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32(int32_t(row_bytes)));
@@ -167,12 +172,37 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
   for (size_t b = 0; b < nb; ++b, panel += kPanelSuperBytes) {
     const uint8_t* blk = w + b * BB;
     float* dd = reinterpret_cast<float*>(panel);
-    __m512i* sc = reinterpret_cast<__m512i*>(panel + 128);
-    __m512i* mn = reinterpret_cast<__m512i*>(panel + 128 + 16 * 64);
-    __m512i* q = reinterpret_cast<__m512i*>(panel + 128 + 20 * 64);
+    __m512i* sc = reinterpret_cast<__m512i*>(panel + kPSuperScales);
+    __m512i* mn = reinterpret_cast<__m512i*>(panel + kPSuperMins);
+    __m512i* q = reinterpret_cast<__m512i*>(panel + kPSuperQ);
     if constexpr (K == KQ::Q3_K || K == KQ::IQ4_XS) {
       for (int g = 0; g < 4; ++g) _mm512_store_si512(mn + g, _mm512_setzero_si512());
       _mm512_store_ps(dd + 16, _mm512_setzero_ps());
+    }
+    if constexpr (K == KQ::Q2_K) {
+      // 16 scale bytes at 0 (scale low nibble, min high), qs (64) at 16, f16 d and dmin at 80.
+      // Element e: 2 bits of qs[32 (e / 128) + e % 32] at 2 ((e / 32) % 4), as Q3_K's.
+      const __m512i head = gather(mask, idx, blk + 80);
+      _mm512_store_ps(dd, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
+      _mm512_store_ps(dd + 16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
+      __m512i mb[16];
+      for (int c = 0; c < 4; ++c) {
+        const __m512i v = gather(mask, idx, blk + 4 * c);
+        for (int j = 0; j < 4; ++j) {
+          const __m512i b8 = byte_of(v, j);
+          _mm512_store_si512(sc + 4 * c + j, _mm512_and_si512(b8, _mm512_set1_epi32(15)));
+          mb[4 * c + j] = _mm512_srli_epi32(b8, 4);
+        }
+      }
+      for (int p = 0; p < 8; ++p)
+        _mm512_store_si512(mn + p, _mm512_or_si512(mb[2 * p], _mm512_slli_epi32(mb[2 * p + 1], 16)));
+      for (int c = 0; c < 8; ++c)
+        for (int half = 0; half < 2; ++half) {
+          const __m512i raw = gather(mask, idx, blk + 16 + 32 * half + 4 * c);
+          for (int i = 0; i < 4; ++i)
+            _mm512_store_si512(q + 8 * (4 * half + i) + c, _mm512_and_si512(_mm512_srli_epi16(raw, 2 * i), m2));
+        }
+      continue;
     }
     if constexpr (K == KQ::Q3_K) {
       // hmask (32) at 0, qs (64) at 32, 12 bytes of 6-bit scales at 96, f16 d at 108 (the high half
@@ -296,8 +326,8 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
   }
 }
 
-// G: elements a scale group (32: Q4_K / Q5_K with mins, IQ4_XS with its offset; 16: Q3_K / Q6_K
-// with theirs); the offsets come from the x tile.
+// G: elements a scale group (32: Q4_K / Q5_K with mins, IQ4_XS with its offset; 16: Q2_K with mins,
+// Q3_K / Q6_K with their offsets); the offsets come from the x tile.
 // Loop order: a group's weight vectors and scale stay in registers for all M rows; each row's
 // int32 sum over the super-block is exact (|sum| < 2^31 with these types' scales).
 template <int G, bool kMin, int M>
@@ -305,12 +335,13 @@ void gemm_k(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
   __m512 acc[M];
   for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
   for (size_t b = 0; b < nb; ++b, panel += kPanelSuperBytes, xt += kXTileSuperBytes) {
-    const __m512i* sc = reinterpret_cast<const __m512i*>(panel + 128);
-    const __m512i* qv = reinterpret_cast<const __m512i*>(panel + 128 + 20 * 64);
+    const __m512i* sc = reinterpret_cast<const __m512i*>(panel + kPSuperScales);
+    const __m512i* qv = reinterpret_cast<const __m512i*>(panel + kPSuperQ);
     const int32_t* xq = reinterpret_cast<const int32_t*>(xt);  // 64 dwords a row
-    const float* dx = reinterpret_cast<const float*>(xt + kXTileRows * 256);
-    const int32_t* os = reinterpret_cast<const int32_t*>(xt + kXTileRows * 260);  // 16 a row
-    const int32_t* bp = reinterpret_cast<const int32_t*>(xt + kXTileRows * 324);  // 4 a row
+    const float* dx = reinterpret_cast<const float*>(xt + kXSuperD);
+    const int32_t* os = reinterpret_cast<const int32_t*>(xt + kXSuperOff);  // 16 a row
+    // int16 pairs of x's sums: of each 32 (4 a row) or, for groups of 16, of each 16 (8 a row)
+    const int32_t* bp = reinterpret_cast<const int32_t*>(xt + (G == 16 ? kXSuperPairs16 : kXSuperPairs32));
     __m512i isum[M];
     for (int r = 0; r < M; ++r) isum[r] = _mm512_setzero_si512();
     for (int g = 0; g < 256 / G; ++g) {
@@ -338,15 +369,14 @@ void gemm_k(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
     for (int r = 0; r < M; ++r)
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(D, _mm512_set1_ps(dx[r])), acc[r]);
     if constexpr (kMin) {  // - Dmin * sum_g mn_g * (x's sum over group g)
-      const __m512 Dm = _mm512_load_ps(reinterpret_cast<const float*>(panel + 64));
-      const __m512i* mn = reinterpret_cast<const __m512i*>(panel + 128 + 16 * 64);
-      const __m512i mn0 = _mm512_load_si512(mn), mn1 = _mm512_load_si512(mn + 1), mn2 = _mm512_load_si512(mn + 2),
-                    mn3 = _mm512_load_si512(mn + 3);
+      const __m512 Dm = _mm512_load_ps(reinterpret_cast<const float*>(panel + kPSuperDmin));
+      const __m512i* mn = reinterpret_cast<const __m512i*>(panel + kPSuperMins);
+      constexpr int NP = G == 16 ? 8 : 4;  // min pairs
+      __m512i mv[NP];
+      for (int p = 0; p < NP; ++p) mv[p] = _mm512_load_si512(mn + p);
       for (int r = 0; r < M; ++r) {
-        __m512i ms = _mm512_dpwssd_epi32(_mm512_setzero_si512(), mn0, _mm512_set1_epi32(bp[4 * r]));
-        ms = _mm512_dpwssd_epi32(ms, mn1, _mm512_set1_epi32(bp[4 * r + 1]));
-        ms = _mm512_dpwssd_epi32(ms, mn2, _mm512_set1_epi32(bp[4 * r + 2]));
-        ms = _mm512_dpwssd_epi32(ms, mn3, _mm512_set1_epi32(bp[4 * r + 3]));
+        __m512i ms = _mm512_setzero_si512();
+        for (int p = 0; p < NP; ++p) ms = _mm512_dpwssd_epi32(ms, mv[p], _mm512_set1_epi32(bp[NP * r + p]));
         acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), _mm512_mul_ps(Dm, _mm512_set1_ps(dx[r])), acc[r]);
       }
     }
@@ -394,6 +424,8 @@ PanelKernel avx512_panel(uint32_t type) {
       return {pack_k<KQ::Q4_K>, gemm_k_rows<32, true>, 0, true};
     case 13:
       return {pack_k<KQ::Q5_K>, gemm_k_rows<32, true>, 0, true};
+    case 10:
+      return {pack_k<KQ::Q2_K>, gemm_k_rows<16, true>, 0, true};
     case 11:
       return {pack_k<KQ::Q3_K>, gemm_k_rows<16, false>, 4, true};
     case 14:

@@ -227,21 +227,23 @@ void fill_xtiles(const qdot::XRow* x, size_t m, size_t nb, const qdot::PanelKern
                       for (size_t b = 0; b < cx.nb; ++b) {
                         uint8_t* blk = t + b * bb;
                         std::memcpy(blk + be * r, xr.q + be * b, be);
-                        std::memcpy(blk + R * be + 4 * r, xr.d + b, 4);
+                        std::memcpy(blk + (cx.super ? qdot::kXSuperD : qdot::kXBlockD) + 4 * r, xr.d + b, 4);
                         if (!cx.super) {
                           const int32_t os = -cx.off * xr.s[b];
-                          std::memcpy(blk + R * 36 + 4 * r, &os, 4);
+                          std::memcpy(blk + qdot::kXBlockOff + 4 * r, &os, 4);
                           continue;
                         }
                         const int16_t* bs = xr.bs + 16 * b;  // sums of each 16
                         for (size_t h = 0; h < 16; ++h) {
                           const int32_t os = -cx.off * bs[h];
-                          std::memcpy(blk + R * 260 + 64 * r + 4 * h, &os, 4);
+                          std::memcpy(blk + qdot::kXSuperOff + 64 * r + 4 * h, &os, 4);
                         }
-                        for (size_t q = 0; q < 4; ++q) {  // sums of each 32, two int16 a dword
+                        // int16 pairs a dword: the sums of each 16 as they are, and of each 32
+                        std::memcpy(blk + qdot::kXSuperPairs16 + 32 * r, bs, 32);
+                        for (size_t q = 0; q < 4; ++q) {
                           const int16_t pair[2] = {int16_t(bs[4 * q] + bs[4 * q + 1]),
                                                    int16_t(bs[4 * q + 2] + bs[4 * q + 3])};
-                          std::memcpy(blk + R * 324 + 16 * r + 4 * q, pair, 4);
+                          std::memcpy(blk + qdot::kXSuperPairs32 + 16 * r + 4 * q, pair, 4);
                         }
                       }
                     }
