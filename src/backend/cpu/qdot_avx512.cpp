@@ -103,11 +103,9 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   constexpr int32_t off = T::off;
   const __m512i bit4 = _mm512_set1_epi8(0x10);
   // The table types' value as an unsigned byte: their signed level + 128.
-  const __m128i lut =
-      !T::kLut ? _mm_setzero_si128()
-      : K == Nib::IQ4_NL
-          ? _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15)
-          : _mm_setr_epi8(-128, -127, -126, -125, -124, -122, -120, -116, -128, 127, 126, 125, 124, 122, 120, 116);
+  const __m128i lut = !T::kLut           ? _mm_setzero_si128()
+                      : K == Nib::IQ4_NL ? _mm_load_si128(reinterpret_cast<const __m128i*>(kIQ4NLPlus128))
+                                         : _mm_load_si128(reinterpret_cast<const __m128i*>(kMXFP4Plus128));
   const __m512i lut4 = _mm512_broadcast_i32x4(lut);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -396,8 +394,7 @@ void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
 // activation's 16-sums.
 template <int M>
 void iq4_xs_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
-  const __m512i lut4 =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
+  const __m512i lut4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIQ4NLPlus128)));
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   __m512i sidx[4];  // int32 lanes 0-7 from scale 2j, 8-15 from 2j + 1
   for (int j = 0; j < 4; ++j) sidx[j] = _mm512_inserti64x4(_mm512_set1_epi32(2 * j), _mm256_set1_epi32(2 * j + 1), 1);

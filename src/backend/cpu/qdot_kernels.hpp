@@ -21,6 +21,13 @@ struct XRow {
   const int8_t* qn;
 };
 
+// IQ4_NL's 16 levels and MXFP4's (e2m1 doubled) as unsigned bytes, level + 128: the tables the
+// AVX-512 kernels shuffle nibbles through (data, so sharing it is safe; see above).
+alignas(16) inline constexpr uint8_t kIQ4NLPlus128[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                          129, 141, 153, 166, 181, 197, 217, 241};
+alignas(16) inline constexpr uint8_t kMXFP4Plus128[16] = {128, 129, 130, 131, 132, 134, 136, 140,
+                                                          128, 127, 126, 125, 124, 122, 120, 116};
+
 // out[r] = dot(weight row w (nb blocks of its type), activation row x[r]) for r < m (1..8):
 // each weight block is decoded once for all m rows.
 using RowDot = void (*)(const uint8_t* w, size_t nb, const XRow* x, int m, float* out);

@@ -1,8 +1,7 @@
 // AVX-512 VNNI panel kernels of the CPU quantized matmul's prefill (qdot_kernels.hpp, PanelKernel):
 // Q4_0, Q5_0, Q8_0, IQ4_NL and MXFP4 weights against Q8_0 activations, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
-// and IQ4_XS against Q8_K. Compiled with the same flags
-// as qdot_avx512.cpp and called only when the CPU has them; includes nothing but qdot_kernels.hpp
-// (which says why) and <immintrin.h>.
+// and IQ4_XS against Q8_K. Compiled with the same flags as qdot_avx512.cpp and called only when the
+// CPU has them; includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
 //
 // A panel lane is a weight row. Each block's bytes of the 16 rows are gathered once into 8 vectors
 // of 4 unsigned values a lane (the value + off, off taken back exactly in the int32 sum through
@@ -41,11 +40,10 @@ void pack(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t* p
   const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32(int32_t(row_bytes)));
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  // The table types' value as an unsigned byte: their signed level + 128 (as qdot_avx512.cpp).
-  const __m512i lut = _mm512_broadcast_i32x4(
-      K == P::IQ4_NL
-          ? _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15)
-          : _mm_setr_epi8(-128, -127, -126, -125, -124, -122, -120, -116, -128, 127, 126, 125, 124, 122, 120, 116));
+  // The table types' value as an unsigned byte: their signed level + 128.
+  const __m512i lut =
+      _mm512_broadcast_i32x4(K == P::IQ4_NL ? _mm_load_si128(reinterpret_cast<const __m128i*>(kIQ4NLPlus128))
+                                            : _mm_load_si128(reinterpret_cast<const __m128i*>(kMXFP4Plus128)));
   for (size_t b = 0; b < nb; ++b, panel += kPanelBlockBytes) {
     const uint8_t* blk = w + b * T::BB;
     const __m512i head = gather(mask, idx, blk);  // the scale in the low bytes
@@ -246,8 +244,7 @@ void pack_k(const uint8_t* w, size_t row_bytes, size_t rows, size_t nb, uint8_t*
                            _mm512_sub_epi32(_mm512_or_si512(lo4, _mm512_slli_epi32(hi2, 4)), _mm512_set1_epi32(32)));
         _mm512_store_si512(sc + 8 + g, _mm512_setzero_si512());
       }
-      const __m512i lut = _mm512_broadcast_i32x4(
-          _mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
+      const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIQ4NLPlus128)));
       for (int g = 0; g < 8; ++g)
         for (int c = 0; c < 4; ++c) {
           const __m512i raw = gather(mask, idx, blk + 8 + 16 * g + 4 * c);
