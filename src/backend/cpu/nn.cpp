@@ -243,19 +243,21 @@ template <class T> Operand4<T> operand(const T* base, const Layout& l) {
   return {base + l.offset, l.strides[0], l.strides[1], l.strides[2]};
 }
 
+// d elements of a k or v row as compute_t (f16 through F16C: the same values).
+template <class T> void row_to_compute(const T* src, compute_t<T>* dst, size_t d) {
+  if constexpr (std::is_same_v<T, f16>) {
+    f16_to_f32(reinterpret_cast<const uint16_t*>(src), dst, d);
+  } else {
+    for (size_t j = 0; j < d; ++j) dst[j] = to_compute(src[j]);
+  }
+}
+
 // k or v converted to a contiguous compute_t copy (for half types, so that each key is
 // converted once rather than once per query row).
 template <class T> std::vector<compute_t<T>> to_compute_copy(Operand4<T> s, size_t b, size_t h, size_t t, size_t d) {
   std::vector<compute_t<T>> v(b * h * t * d);
   parallel_for(b * h * t, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const T* src = s.row(r / (h * t), (r / t) % h, r % t);
-      if constexpr (std::is_same_v<T, f16>) {
-        f16_to_f32(reinterpret_cast<const uint16_t*>(src), v.data() + r * d, d);  // the same values
-      } else {
-        for (size_t j = 0; j < d; ++j) v[r * d + j] = to_compute(src[j]);
-      }
-    }
+    for (size_t r = r0; r < r1; ++r) row_to_compute(s.row(r / (h * t), (r / t) % h, r % t), v.data() + r * d, d);
   }, row_grain(d));
   return v;
 }
@@ -345,12 +347,7 @@ void attention_sets(Operand4<T> q, Operand4<T> k, Operand4<T> v, T* out, const A
           for (size_t e = 0; e < a.d; ++e) dst[e * L + j] = 0.0f;
           continue;
         }
-        const T* src = k.row(bi, hk, key);
-        if constexpr (std::is_same_v<T, f16>) {
-          f16_to_f32(reinterpret_cast<const uint16_t*>(src), row.data(), a.d);  // the same values
-        } else {
-          for (size_t e = 0; e < a.d; ++e) row[e] = to_compute(src[e]);
-        }
+        row_to_compute(k.row(bi, hk, key), row.data(), a.d);
         for (size_t e = 0; e < a.d; ++e) dst[e * L + j] = row[e];
       }
     }

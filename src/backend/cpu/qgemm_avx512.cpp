@@ -126,27 +126,6 @@ void gemm(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
   for (int r = 0; r < M; ++r) _mm512_storeu_ps(out + 16 * r, acc[r]);
 }
 
-void gemm_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float* out) {
-  switch (m) {
-    case 1:
-      return gemm<1>(panel, nb, xt, out);
-    case 2:
-      return gemm<2>(panel, nb, xt, out);
-    case 3:
-      return gemm<3>(panel, nb, xt, out);
-    case 4:
-      return gemm<4>(panel, nb, xt, out);
-    case 5:
-      return gemm<5>(panel, nb, xt, out);
-    case 6:
-      return gemm<6>(panel, nb, xt, out);
-    case 7:
-      return gemm<7>(panel, nb, xt, out);
-    default:
-      return gemm<8>(panel, nb, xt, out);
-  }
-}
-
 // ---- K-quants: 256-element super-blocks, 16 rows a panel (qdot_kernels.hpp's layout).
 enum class KQ { Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS };
 
@@ -381,25 +360,39 @@ void gemm_k(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
   for (int r = 0; r < M; ++r) _mm512_storeu_ps(out + 16 * r, acc[r]);
 }
 
+// The kernels as PanelKernel::gemm: m (1..8) x rows, one instantiation per row count.
+struct Blocks {
+  template <int M>
+  static void run(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
+    gemm<M>(panel, nb, xt, out);
+  }
+};
 template <int G, bool kMin>
-void gemm_k_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float* out) {
+struct Supers {
+  template <int M>
+  static void run(const uint8_t* panel, size_t nb, const uint8_t* xt, float* out) {
+    gemm_k<G, kMin, M>(panel, nb, xt, out);
+  }
+};
+template <class F>
+void by_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, float* out) {
   switch (m) {
     case 1:
-      return gemm_k<G, kMin, 1>(panel, nb, xt, out);
+      return F::template run<1>(panel, nb, xt, out);
     case 2:
-      return gemm_k<G, kMin, 2>(panel, nb, xt, out);
+      return F::template run<2>(panel, nb, xt, out);
     case 3:
-      return gemm_k<G, kMin, 3>(panel, nb, xt, out);
+      return F::template run<3>(panel, nb, xt, out);
     case 4:
-      return gemm_k<G, kMin, 4>(panel, nb, xt, out);
+      return F::template run<4>(panel, nb, xt, out);
     case 5:
-      return gemm_k<G, kMin, 5>(panel, nb, xt, out);
+      return F::template run<5>(panel, nb, xt, out);
     case 6:
-      return gemm_k<G, kMin, 6>(panel, nb, xt, out);
+      return F::template run<6>(panel, nb, xt, out);
     case 7:
-      return gemm_k<G, kMin, 7>(panel, nb, xt, out);
+      return F::template run<7>(panel, nb, xt, out);
     default:
-      return gemm_k<G, kMin, 8>(panel, nb, xt, out);
+      return F::template run<8>(panel, nb, xt, out);
   }
 }
 
@@ -408,27 +401,27 @@ void gemm_k_rows(const uint8_t* panel, size_t nb, const uint8_t* xt, int m, floa
 PanelKernel avx512_panel(uint32_t type) {
   switch (type) {  // GGMLType numbers
     case 2:
-      return {pack<P::Q4_0>, gemm_rows, 8, false};
+      return {pack<P::Q4_0>, by_rows<Blocks>, 8, false};
     case 6:
-      return {pack<P::Q5_0>, gemm_rows, 16, false};
+      return {pack<P::Q5_0>, by_rows<Blocks>, 16, false};
     case 8:
-      return {pack<P::Q8_0>, gemm_rows, 128, false};
+      return {pack<P::Q8_0>, by_rows<Blocks>, 128, false};
     case 20:
-      return {pack<P::IQ4_NL>, gemm_rows, 128, false};
+      return {pack<P::IQ4_NL>, by_rows<Blocks>, 128, false};
     case 39:
-      return {pack<P::MXFP4>, gemm_rows, 128, false};
+      return {pack<P::MXFP4>, by_rows<Blocks>, 128, false};
     case 12:
-      return {pack_k<KQ::Q4_K>, gemm_k_rows<32, true>, 0, true};
+      return {pack_k<KQ::Q4_K>, by_rows<Supers<32, true>>, 0, true};
     case 13:
-      return {pack_k<KQ::Q5_K>, gemm_k_rows<32, true>, 0, true};
+      return {pack_k<KQ::Q5_K>, by_rows<Supers<32, true>>, 0, true};
     case 10:
-      return {pack_k<KQ::Q2_K>, gemm_k_rows<16, true>, 0, true};
+      return {pack_k<KQ::Q2_K>, by_rows<Supers<16, true>>, 0, true};
     case 11:
-      return {pack_k<KQ::Q3_K>, gemm_k_rows<16, false>, 4, true};
+      return {pack_k<KQ::Q3_K>, by_rows<Supers<16, false>>, 4, true};
     case 14:
-      return {pack_k<KQ::Q6_K>, gemm_k_rows<16, false>, 32, true};
+      return {pack_k<KQ::Q6_K>, by_rows<Supers<16, false>>, 32, true};
     case 23:
-      return {pack_k<KQ::IQ4_XS>, gemm_k_rows<32, false>, 128, true};
+      return {pack_k<KQ::IQ4_XS>, by_rows<Supers<32, false>>, 128, true};
     default:
       return {nullptr, nullptr, 0, false};
   }

@@ -33,11 +33,18 @@ namespace {
 
 constexpr size_t kMaxMatvecRows = 8;  // rows one kernel call takes (qdot::RowDot)
 
-// WICK_QMATMUL_PATH=sgemm sends m > 8 rows through dequantize + sgemm (for measuring,
-// bench/cpu_qmatvec.cpp; read on every call, which costs nothing next to such a matmul).
-bool sgemm_path_for_many_rows() {
+// WICK_QMATMUL_PATH picks the path of m > 8 rows, for measuring (bench/cpu_qmatvec.cpp) and for the
+// tests of every path: "sgemm" dequantize + sgemm, "rows" the row kernels where a panel kernel
+// exists. Read on every call, which costs nothing next to such a matmul.
+bool many_rows_path_is(const char* name) {
   const char* e = std::getenv("WICK_QMATMUL_PATH");
-  return e && std::string(e) == "sgemm";
+  return e && std::string(e) == name;
+}
+
+// buf grown to at least `bytes` + 64 and its first 64-byte aligned byte.
+uint8_t* aligned64(std::vector<uint8_t>& buf, size_t bytes) {
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
 }
 
 // Row i of x (unit last stride) as k floats in dst.
@@ -68,8 +75,7 @@ void quantize_activations(const Storage& x, const Layout& l, size_t m, size_t k,
   const size_t sd_bytes = qk ? 0 : round_up(nb * 4, 64);
   const size_t qn_bytes = qk ? 0 : q_bytes;
   const size_t row_bytes = q_bytes + d_bytes + s_bytes + sd_bytes + qn_bytes;
-  a.buf.resize(m * row_bytes + 64);
-  uint8_t* base = a.buf.data() + (64 - reinterpret_cast<uintptr_t>(a.buf.data()) % 64) % 64;
+  uint8_t* base = aligned64(a.buf, m * row_bytes);
   a.rows.resize(m);
   for (size_t i = 0; i < m; ++i) {
     uint8_t* r = base + i * row_bytes;
@@ -260,10 +266,8 @@ void panel_gemm(const qdot::PanelKernel& pk, const QuantDims& q, const uint8_t* 
   // Kept per calling thread as the activations; one of more than 4 MiB is given back after the call.
   thread_local std::vector<uint8_t> kept;
   std::vector<uint8_t> big;
-  const size_t need = groups * nb * xbb + 64;
-  std::vector<uint8_t>& buf = need <= (size_t(4) << 20) ? kept : big;
-  if (buf.size() < need) buf.resize(need);
-  uint8_t* xt = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+  const size_t need = groups * nb * xbb;
+  uint8_t* xt = aligned64(need <= (size_t(4) << 20) ? kept : big, need);
   fill_xtiles(a.rows.data(), m, nb, pk, xt);
   struct Ctx {
     qdot::PanelKernel pk;
@@ -278,9 +282,7 @@ void panel_gemm(const qdot::PanelKernel& pk, const QuantDims& q, const uint8_t* 
                     const Ctx& cx = *static_cast<const Ctx*>(p);
                     const size_t r0 = c * qdot::kPanelRows, rows = std::min(qdot::kPanelRows, cx.n - r0);
                     thread_local std::vector<uint8_t> buf;  // kept across calls: no allocation per chunk
-                    const size_t need = cx.nb * cx.pbb + 64;
-                    if (buf.size() < need) buf.resize(need);
-                    uint8_t* panel = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+                    uint8_t* panel = aligned64(buf, cx.nb * cx.pbb);
                     cx.pk.pack(cx.w + r0 * cx.row_bytes, cx.row_bytes, rows, cx.nb, panel);
                     alignas(64) float out[qdot::kXTileRows * qdot::kPanelRows];
                     for (size_t i0 = 0; i0 < cx.m; i0 += qdot::kXTileRows) {
@@ -300,20 +302,13 @@ void panel_gemm(const qdot::PanelKernel& pk, const QuantDims& q, const uint8_t* 
                   &ctx);
 }
 
-// WICK_QMATMUL_PATH=rows keeps m > 8 rows on the row kernels where a panel kernel exists (for
-// measuring and for the tests of both paths); read per call like the sgemm switch.
-bool row_path_for_many_rows() {
-  const char* e = std::getenv("WICK_QMATMUL_PATH");
-  return e && std::string(e) == "rows";
-}
-
 // Prefill (m > 8): a panel kernel where the type and level have one, else the row kernels in the
 // pool's chunks of ~32 KiB of weights, claimed one at a time.
 void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activations& a, size_t m, DType dt, void* y) {
   if (m <= kMaxMatvecRows) return matvec_shares(q, w, row_bytes, a, m, dt, y);
   const qdot::PanelKernel pk = qdot::panel_kernel(q.type, qdot::active_isa());
   // The gathers index rows by int32 byte offsets: 15 rows apart must fit.
-  if (pk.pack && row_bytes * (qdot::kPanelRows - 1) < (size_t(1) << 31) && !row_path_for_many_rows())
+  if (pk.pack && row_bytes * (qdot::kPanelRows - 1) < (size_t(1) << 31) && !many_rows_path_is("rows"))
     return panel_gemm(pk, q, w, row_bytes, a, m, dt, y);
   struct Ctx {
     qdot::RowDot kern;
@@ -385,7 +380,7 @@ StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layou
     std::memset(out->data(), 0, m * n * dtype_size(x.dtype()));
     return out;
   }
-  if (m <= kMaxMatvecRows || !sgemm_path_for_many_rows()) {
+  if (m <= kMaxMatvecRows || !many_rows_path_is("sgemm")) {
     // The activation buffer is kept per calling thread, so a decode step allocates nothing but
     // its output; one of more than 4 MiB (a long prefill) is given back after the call.
     thread_local Activations kept;

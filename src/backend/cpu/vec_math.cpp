@@ -124,16 +124,11 @@ void silu_mul_generic(const float* a, const float* b, float* out, size_t n) {
 #endif
 
 // Lane-wise max of a 16-float vector folded to one float (4 shuffle steps).
+[[gnu::always_inline]] inline void max_into(F16& v, const F16& b) { v = v > b ? v : b; }  // by reference: no vector ABI
 [[gnu::always_inline]] inline float hmax16(F16 v) {
-  v = v > __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
-          ? v
-          : __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-  v = v > __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
-          ? v
-          : __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-  v = v > __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)
-          ? v
-          : __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  max_into(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  max_into(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  max_into(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
   return v[0] > v[1] ? v[0] : v[1];
 }
 
@@ -170,7 +165,7 @@ void silu_mul_generic(const float* a, const float* b, float* out, size_t n) {
       if (!live[r]) continue;
       const float vis = float(nk[r] - j0);  // lanes at or past it are masked (exact: < 2^24 keys a step)
       s[r] = lane < vis ? s[r] : F16{} - __builtin_inff();
-      const float bm = hmax16(s[r]) > mx[r] ? hmax16(s[r]) : mx[r];
+      const float sm = hmax16(s[r]), bm = sm > mx[r] ? sm : mx[r];
       if (bm != mx[r]) {  // exp(-inf) = 0 on the first step
         F16 c = F16{} + (mx[r] - bm);
         exp_vec<F16, I16, U16>(c, c);
