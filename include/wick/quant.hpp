@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wick/tensor.hpp"
@@ -121,6 +122,14 @@ class QTensor {
   // matrix-vector path on Q8_1 activations (the GPU's, for 1, 2, 4 or 8 rows) uses those bytes
   // instead of quantizing x, so the result is matmul_t(x)'s. x_q8_1 must have x's shape.
   Tensor matmul_t(const Tensor& x, const QTensor& x_q8_1) const;
+  // {x + residual, (x + residual).rms_norm(weight, eps) @ W^T} (residual undefined: {x,
+  // x.rms_norm(weight, eps) @ W^T}): Tensor::add_rms_norm then matmul_t. One contiguous row on a
+  // GPU, where the matrix-vector kernel takes the product (Q4_0 / Q8_0, k a multiple of 256 and
+  // >= 4096, n >= 8192), runs as one kernel whose blocks each normalise x: no norm kernel, the
+  // sum bit for bit, the product within the rounding of the norm's sum of squares (reduced in
+  // another order). Anything else runs the two ops, with their checks.
+  std::pair<Tensor, Tensor> add_rms_norm_matmul_t(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                                                  double eps) const;
   // Rows of this (vocab, dim) table at ids (any integer dtype, any shape, on this device):
   // result ids.shape + (dim) in `dtype`. An id out of range is Error(Index).
   Tensor embedding(const Tensor& ids, DType dtype = DType::F32) const;

@@ -243,6 +243,15 @@ class Storage {
   // be null): x's rows already quantized to Q8_1 (m * cols / 32 blocks), which a matrix-vector
   // path on Q8_1 activations may use instead of quantizing x; the result is the same either way.
   virtual StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const = 0;
+  // qmatmul of (x [+ a.residual]).rms_norm(a.weight, a.eps) for one row x (x_l (1, q.cols),
+  // contiguous) with the norm inside the product's kernel (a.bias null, a.rms true, a.q8_1 unused;
+  // *a.sum set as norm_last_dim sets it). Null, with nothing run, where this backend has no such
+  // path for these operands: the core then runs the norm and qmatmul.
+  virtual StoragePtr qmatmul_rms_norm(const QuantDims& q, const Storage& x, const Layout& x_l,
+                                      const NormArgs& a) const {
+    (void)q, (void)x, (void)x_l, (void)a;
+    return nullptr;
+  }
   // Rows of the (q.rows, q.cols) table at ids (u8 u32 i16 i32 i64, rank 1, any layout): returns
   // (ids, q.cols) contiguous in dtype (F32/F16/BF16). An id out of range throws Error(Index).
   virtual StoragePtr qembedding(const QuantDims& q, const Storage& ids, const Layout& ids_l, DType dtype) const = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <tuple>
 
 #include "core/checks.hpp"
 #include "ops/dtype_dispatch.hpp"
@@ -250,6 +251,44 @@ Tensor QTensor::matmul_t(const Tensor& x, const QTensor& x_q8_1) const {
   if (x2.layout().strides.back() != 1 && q.cols > 1) x2 = x2.contiguous();
   const Storage* xq = x_q8_1.defined() ? x_q8_1.storage().get() : nullptr;
   return wrap(blocks_->qmatmul(q, *x2.storage(), x2.layout(), xq), out_shape, x.dtype(), device_);
+}
+
+std::pair<Tensor, Tensor> QTensor::add_rms_norm_matmul_t(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                                                        double eps) const {
+  // The fused path takes its operands exactly as the kernel reads them; anything else runs the two
+  // ops, which check the operands and name what is wrong.
+  const bool res = residual.defined();
+  const auto same = [&](const Tensor& t) {
+    return t.dtype() == x.dtype() && t.device() == device_ && t.is_contiguous();
+  };
+  if (defined() && rank() == 2 && device_.is_gpu() && x.defined() && same(x) && x.rank() == 2 && x.dim(0) == 1 &&
+      x.dim(1) == shape_[1] && weight.defined() && same(weight) && weight.rank() == 1 && weight.dim(0) == x.dim(1) &&
+      (!res || (same(residual) && residual.shape() == x.shape())) && eps >= 0) {
+    const QuantDims q = quant_dims(type_, shape_, "add_rms_norm_matmul_t");
+    NormArgs a;
+    a.eps = eps;
+    a.rms = true;
+    a.weight = weight.storage().get();
+    a.weight_offset = weight.layout().offset;
+    StoragePtr sum;
+    if (res) {
+      a.residual = residual.storage().get();
+      a.residual_offset = residual.layout().offset;
+      a.sum = &sum;
+    }
+    if (StoragePtr y = blocks_->qmatmul_rms_norm(q, *x.storage(), x.layout(), a))
+      return {res ? wrap(sum, x.shape(), x.dtype(), device_) : x, wrap(y, {1, q.rows}, x.dtype(), device_)};
+  }
+  // One row on a GPU: the norm writes the product's Q8_1 input, as a decode step's norm does.
+  const bool q8 = x.defined() && x.device().is_gpu() && x.rank() >= 1 && x.dim(-1) > 0 && x.dim(-1) % 32 == 0 &&
+                  x.numel() == x.dim(-1) && (x.dtype() == DType::F32 || x.dtype() == DType::F16 || x.dtype() == DType::BF16);
+  QTensor hq;
+  Tensor sum = x, h;
+  if (res)
+    std::tie(sum, h) = x.add_rms_norm(residual, weight, eps, q8 ? &hq : nullptr);
+  else
+    h = x.rms_norm(weight, eps, q8 ? &hq : nullptr);
+  return {sum, matmul_t(h, hq)};
 }
 
 Tensor QTensor::embedding(const Tensor& ids, DType dtype) const {

@@ -206,18 +206,22 @@ class LlamaModel : public Model {
     Tensor pending;
     for (size_t l = 0; l < c.n_layers; ++l) {
       const Layer& L = layers_[l];
-      Tensor h;
+      Tensor h, y;
       QTensor hq;  // h in Q8_1 from the norm's own kernel, where the products it feeds take it
-      const Linear& first = L.qkv.defined() ? L.qkv : L.qk.defined() ? L.qk : L.q;  // the first product of h
-      QTensor* hq_out = q8_1_input(first, T) ? &hq : nullptr;
-      if (pending.defined())
-        std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps, hq_out);
-      else
-        h = x.rms_norm(L.attn_norm, c.rms_eps, hq_out);
+      if (norm_in_product(L.qkv, T)) {
+        std::tie(x, y) = L.qkv.q.add_rms_norm_matmul_t(x, pending, L.attn_norm, c.rms_eps);
+      } else {
+        const Linear& first = L.qkv.defined() ? L.qkv : L.qk.defined() ? L.qk : L.q;  // the first product of h
+        QTensor* hq_out = q8_1_input(first, T) ? &hq : nullptr;
+        if (pending.defined())
+          std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps, hq_out);
+        else
+          h = x.rms_norm(L.attn_norm, c.rms_eps, hq_out);
+        y = L.qkv.defined() ? L.qkv.forward(h, hq) : L.qk.defined() ? L.qk.forward(h, hq) : Tensor();
+      }
       // q, k, v as (1, T, heads, hd): column ranges of the stacked product (q | k | v, or q | k with
       // v its own product), or one product each.
       auto heads = [&](const Tensor& t, size_t n) { return t.reshape({1, T, n, hd}); };
-      const Tensor y = L.qkv.defined() ? L.qkv.forward(h, hq) : L.qk.defined() ? L.qk.forward(h, hq) : Tensor();
       const Tensor v =
           heads(L.qkv.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : L.v.forward(h, hq), nkv);
       Tensor& kc = cache.k(l);
@@ -261,19 +265,26 @@ class LlamaModel : public Model {
         }
       }
       a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
-      Tensor h2;
       QTensor h2q, sq;
-      std::tie(x, h2) = x.add_rms_norm(L.o.forward(a), L.ffn_norm, c.rms_eps,
-                                       q8_1_input(L.gate_up.defined() ? L.gate_up : L.gate, T) ? &h2q : nullptr);
       QTensor* sq_out = q8_1_input(L.down, T) ? &sq : nullptr;
+      const Tensor o = L.o.forward(a);
       Tensor s;
-      if (L.gate_up.defined() && !L.gate_up.q.defined() && !L.gate_up.b.defined() && !sq_out && fused_swiglu()) {
-        s = h2.matmul_swiglu(L.gate_up.w.t());  // plain weights: one kernel on a GPU's decode shapes
-      } else if (L.gate_up.defined()) {
-        const Tensor y = L.gate_up.forward(h2, h2q);
+      if (norm_in_product(L.gate_up, T)) {
+        Tensor y;
+        std::tie(x, y) = L.gate_up.q.add_rms_norm_matmul_t(x, o, L.ffn_norm, c.rms_eps);
         s = y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate), sq_out);
       } else {
-        s = L.gate.forward(h2, h2q).silu_mul(L.up.forward(h2, h2q), sq_out);
+        Tensor h2;
+        std::tie(x, h2) = x.add_rms_norm(o, L.ffn_norm, c.rms_eps,
+                                         q8_1_input(L.gate_up.defined() ? L.gate_up : L.gate, T) ? &h2q : nullptr);
+        if (L.gate_up.defined() && !L.gate_up.q.defined() && !L.gate_up.b.defined() && !sq_out && fused_swiglu()) {
+          s = h2.matmul_swiglu(L.gate_up.w.t());  // plain weights: one kernel on a GPU's decode shapes
+        } else if (L.gate_up.defined()) {
+          const Tensor y = L.gate_up.forward(h2, h2q);
+          s = y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate), sq_out);
+        } else {
+          s = L.gate.forward(h2, h2q).silu_mul(L.up.forward(h2, h2q), sq_out);
+        }
       }
       pending = L.down.forward(s, sq);
     }
@@ -286,6 +297,14 @@ class LlamaModel : public Model {
   bool q8_1_input(const Linear& lin, size_t rows) const {
     static const bool off = lever_off("WICK_NO_Q8P");  // the A/B knob of docs/quant.md
     return !off && lin.q.defined() && device_.is_gpu() && rows == 1 && lin.q.dim(1) % 32 == 0;
+  }
+
+  // Whether the norm before a stacked quantized product (q | k | v, gate | up) goes to
+  // QTensor::add_rms_norm_matmul_t, whose GPU kernel normalises x itself where it takes the product
+  // (else it runs the norm, writing Q8_1, and the product: the path below). One row on a GPU, as
+  // q8_1_input; WICK_QMV_NORM=0 turns the kernel off (the A/B knob of docs/gpu.md).
+  bool norm_in_product(const Linear& lin, size_t rows) const {
+    return lin.defined() && !lin.b.defined() && q8_1_input(lin, rows);
   }
 
   // Whether a recorded step ropes and appends to the cache in one kernel (rope_kv_append);

@@ -16,10 +16,12 @@
 // float terms remain, which pins the device quantizer to the host's bytes.
 // Built only with -DWICK_GPU=cuda|rocm; run on a machine with a GPU.
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/storage.hpp"
 #include "ops/quant_blocks.hpp"
 #include "ops/quant_encode.hpp"
 #include "quant_test_blocks.hpp"
@@ -245,6 +247,113 @@ TEST(GpuQMatVec, OneRowChoices) {
   run_case({GGMLType::Q4_K, 1, 8194, 2048, DType::F16, false});
   run_case({GGMLType::Q4_K, 1, 4098, 4096, DType::BF16, true});
   run_case({GGMLType::Q8_0, 1, 4099, 8192, DType::F32, false});
+}
+
+// add_rms_norm_matmul_t: the staged kernel normalising x itself (qmatmul.cu, stage_normed_row). The
+// sum must be the CPU's add bit for bit; y is checked as run_case checks a product, against the
+// norm computed in f64 on the host from that sum (h_j = s_j / sqrt(mean(s^2) + eps) * w_j), with
+// the kernel's h rounded to the dtype (one rounding, u |h_j|) and its rstd in f32 added to the
+// bound. Where the staged kernel takes the shape the backend's fused entry must run (not return
+// null, which would fall back to the two ops) unless a knob turned it off; k = 2048 and Q4_K take
+// the two ops.
+struct NormCase {
+  GGMLType type;
+  size_t n, k;
+  DType dtype;
+  bool residual;
+  bool fused;  // the staged kernel takes it (with the knobs unset)
+};
+
+void run_norm_case(const NormCase& c) {
+  SCOPED_TRACE(std::string(ggml_type_name(c.type)) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+               " " + dtype_name(c.dtype) + (c.residual ? " with residual" : ""));
+  const double eps = 1e-5;
+  const size_t qk = ggml_block_size(c.type);
+  const std::vector<uint8_t> wb = test::random_qblocks(c.type, c.n * c.k / qk, 11 + unsigned(c.k));
+  const QTensor wg = QTensor::from_bytes(c.type, {c.n, c.k}, wb.data(), wb.size(), gpu());
+  const std::vector<double> w =
+      test::values(QTensor::from_bytes(c.type, {c.n, c.k}, wb.data(), wb.size()).dequantize());
+  const double wmax = max_abs(w);
+  const Tensor xh = Tensor::from_vector(make_x(1, c.k, 3), {1, c.k}).to_dtype(c.dtype);
+  const Tensor rh = Tensor::from_vector(make_x(1, c.k, 4), {1, c.k}).to_dtype(c.dtype);
+  std::vector<float> nw(c.k);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uni(0.5f, 1.5f);
+  for (float& v : nw) v = uni(rng);
+  const Tensor wn = Tensor::from_vector(nw, {c.k}).to_dtype(c.dtype);
+  const Tensor xg = xh.to_device(gpu()), rg = rh.to_device(gpu()), wng = wn.to_device(gpu());
+
+  const bool off = std::getenv("WICK_QMV_STAGED") && std::string(std::getenv("WICK_QMV_STAGED")) == "0";
+  if (c.fused && !off) {  // the backend's fused entry itself, so a silent fallback cannot pass
+    NormArgs a;
+    a.eps = eps;
+    a.rms = true;
+    a.weight = wng.storage().get();
+    StoragePtr sum;
+    if (c.residual) {
+      a.residual = rg.storage().get();
+      a.sum = &sum;
+    }
+    const QuantDims q{c.type, c.n, c.k};
+    EXPECT_NE(wg.storage()->qmatmul_rms_norm(q, *xg.storage(), xg.layout(), a), nullptr);
+  }
+  const auto [sum, y] = wg.add_rms_norm_matmul_t(xg, c.residual ? rg : Tensor(), wng, eps);
+  const Tensor s_host = c.residual ? xh.add(rh) : xh;  // the CPU's add: f32 sum rounded to the dtype
+  ASSERT_EQ(sum.shape(), (Shape{1, c.k}));
+  EXPECT_EQ(test::values(sum), test::values(s_host));
+  const std::vector<double> sv = test::values(s_host), wv = test::values(wn), yv = test::values(y);
+  ASSERT_EQ(yv.size(), c.n);
+  double ms = 0;
+  for (double v : sv) ms += v * v;
+  const double rstd = 1.0 / std::sqrt(ms / double(c.k) + eps);
+  std::vector<double> h(c.k), d(c.k / 32);
+  for (size_t j = 0; j < c.k; ++j) h[j] = sv[j] * rstd * wv[j];
+  for (size_t b = 0; b < c.k / 32; ++b) {
+    double amax = 0;
+    for (size_t j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(h[b * 32 + j]));
+    d[b] = amax * (1 + std::ldexp(1.0, -10)) / 127.0;  // of the kernel's h, within its rounding
+  }
+  const double u = c.dtype == DType::F32 ? std::ldexp(1.0, -20) : out_rounding(c.dtype) * 1.01;
+  size_t bad = 0;
+  for (size_t r = 0; r < c.n; ++r) {
+    double ref = 0, act = 0, rel = 0, mag = 0;
+    for (size_t j = 0; j < c.k; ++j) {
+      const double wj = w[r * c.k + j];
+      ref += wj * h[j];
+      act += 0.5003 * d[j / 32] * std::fabs(wj);
+      rel += std::fabs(h[j] * wj);
+      mag += std::fabs(h[j]) * (std::fabs(wj) + wmax);
+    }
+    const double bound = act + (u + std::ldexp(1.0, -11)) * rel + 1e-5 * mag + out_rounding(c.dtype) * std::fabs(ref) * 1.01;
+    if (std::fabs(yv[r] - ref) > bound && bad++ < 5)
+      ADD_FAILURE() << "y[" << r << "] = " << yv[r] << ", f64 reference " << ref << " (bound " << bound << ")";
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST(GpuQMatVec, NormInsideTheProduct) {
+  run_norm_case({GGMLType::Q4_0, 8200, 4096, DType::F16, true, true});   // 4 chunks a thread, rows past the wave
+  run_norm_case({GGMLType::Q4_0, 8192, 4096, DType::F16, false, true});  // the first layer: no residual
+  run_norm_case({GGMLType::Q8_0, 8193, 4096, DType::BF16, true, true});
+  run_norm_case({GGMLType::Q8_0, 8192, 4096, DType::F32, true, true});   // 8 chunks a thread
+  run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F16, true, true});   // 8 chunks a thread
+  run_norm_case({GGMLType::Q4_0, 8192, 2048, DType::F16, true, false});  // the two ops
+  run_norm_case({GGMLType::Q4_K, 8192, 4096, DType::F16, true, false});
+}
+
+// A fused call with operands the kernel does not take runs the two ops, whose checks name the
+// problem: a weight of the wrong length, x of two rows (both ops, no kernel), x on the CPU.
+TEST(GpuQMatVec, NormInsideTheProductErrors) {
+  const size_t k = 4096, n = 8192;
+  const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q4_0, n * k / 32, 3);
+  const QTensor w = QTensor::from_bytes(GGMLType::Q4_0, {n, k}, wb.data(), wb.size(), gpu());
+  const Tensor x = Tensor::ones({1, k}, DType::F16, gpu()), nw = Tensor::ones({k}, DType::F16, gpu());
+  EXPECT_THROW(w.add_rms_norm_matmul_t(x, x, Tensor::ones({k / 2}, DType::F16, gpu()), 1e-5), Error);
+  EXPECT_THROW(w.add_rms_norm_matmul_t(x, Tensor::ones({2, k}, DType::F16, gpu()), nw, 1e-5), Error);
+  EXPECT_THROW(w.add_rms_norm_matmul_t(x.to_device(Device::cpu()), Tensor(), nw, 1e-5), Error);
+  const Tensor x2 = Tensor::ones({2, k}, DType::F16, gpu());
+  const auto [s2, y2] = w.add_rms_norm_matmul_t(x2, x2, Tensor::ones({k}, DType::F16, gpu()), 1e-5);
+  EXPECT_EQ(y2.shape(), (Shape{2, n}));
 }
 
 TEST(GpuQMatVec, BatchShapeAndErrors) {

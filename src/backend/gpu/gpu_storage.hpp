@@ -147,10 +147,12 @@ class GpuStorage final : public Storage {
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
                        const AttentionDims& a) const override;
 
-  // kernels/quant.cu (dequantize, quantize, qembedding), kernels/qmatmul.cu (qmatmul)
+  // kernels/quant.cu (dequantize, quantize, qembedding), kernels/qmatmul.cu (qmatmul, qmatmul_rms_norm)
   StoragePtr dequantize(const QuantDims& q, DType dtype) const override;
   StoragePtr quantize(const Layout& l, const QuantDims& q) const override;
   StoragePtr qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const override;
+  StoragePtr qmatmul_rms_norm(const QuantDims& q, const Storage& x, const Layout& x_l,
+                              const NormArgs& a) const override;
   StoragePtr qembedding(const QuantDims& q, const Storage& ids, const Layout& ids_l, DType dtype) const override;
 
  private:

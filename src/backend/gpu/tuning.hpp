@@ -234,5 +234,16 @@ inline constexpr int kQmvStagedBlock = 128;
 inline constexpr int kQmvStagedLoads = 9;
 inline constexpr int kQmvStagedMinK = 4096;
 inline constexpr int kQmvStagedMinRows = 8192;
+// The staged kernel normalising its row of x itself (qmatvec_normed): at most this many 16-byte
+// chunks of x a thread (k = 8192 f16 or 4096 f32 at 128 threads), held in registers with the
+// norm's weight across the block's reduction.
+inline constexpr int kQmvStagedNormChunks = 8;
+// Its threads per block (a multiple of 64; more threads, fewer blocks, each reading the row and the
+// norm's weight once), and the launch bound that covers every choice of WICK_QMV_NORM_BLOCK. H200,
+// 7B Q4_0 / Q8_0 tg128 t/s, norm kernel (WICK_QMV_NORM=0) vs 128 / 256 / 512 threads, two rounds:
+// Q4_0 496-506 vs 486 / 526 / 540, Q8_0 360-363 vs 362 / 370-375 / 376-380 (at 128 threads five
+// blocks an SM each read the 24 KB of x, residual and weight from L2; at 512 one block does).
+inline constexpr int kQmvStagedNormBlock = 512;
+inline constexpr int kQmvStagedNormMaxBlock = 512;
 
 }  // namespace wick::gpu::tune

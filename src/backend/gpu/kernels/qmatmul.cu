@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "backend/gpu/device_utils.cuh"
@@ -14,6 +15,7 @@
 #include "backend/gpu/kernels/q8_1_store.cuh"
 #include "backend/gpu/kernels/qmatvec.hpp"
 #include "backend/gpu/kernels/quant.hpp"
+#include "ops/nn.hpp"
 #include "ops/quant_dot.hpp"
 #include "ops/quant_encode.hpp"
 
@@ -128,10 +130,109 @@ __device__ __forceinline__ void load_row(Piece (&buf)[L], const uint8_t* row, in
     if (lane + j * kWarpSize < pieces) buf[j] = src[lane + j * kWarpSize];
 }
 
-template <GGMLType T>
-__global__ void WICK_LAUNCH_BOUNDS(tune::kQmvStagedBlock)
+// The staged kernel's optional prologue (X a float dtype; NoNorm: x comes in Q8_1): every block
+// normalises the row itself, add_rms_norm's math (the sum x + res rounded to X, rms over it, times
+// w, rounded to X) then encode_q8_1's, into its staged pairs, so no norm kernel runs before it.
+// Block 0 also stores the sum (the residual stream's next value). The row is read as 16-byte
+// chunks, at most C per thread (the launch checks it); a Q8_1 block is 32 / V lanes' chunks.
+struct NoNorm {};
+template <class X, int C> struct StagedNorm {
+  const X* x;    // the row (k)
+  const X* res;  // added to x first, or null
+  const X* w;    // the norm's weight (k)
+  X* sum;        // x + res (block 0 stores it), null without res
+  float inv_n;
+  double eps;
+};
+
+template <class X, int C>
+__device__ __forceinline__ void stage_normed_row(const StagedNorm<X, C>& a, int k, quant::dot::XPair* xs) {
+  constexpr int V = 16 / int(sizeof(X)), L = 32 / V;
+  using Cm = compute_t<X>;
+  __shared__ float red[kMaxWarpsPerBlock];
+  const int chunks = k / V, t = int(threadIdx.x), nt = int(blockDim.x);
+  uint4 xr[C], wr[C];
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    const int c = t + i * nt;
+    if (c < chunks) {
+      xr[i] = reinterpret_cast<const uint4*>(a.x)[c];
+      wr[i] = reinterpret_cast<const uint4*>(a.w)[c];
+    }
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    const int c = t + i * nt;
+    if (c < chunks) {
+      X v[V];
+      __builtin_memcpy(v, &xr[i], 16);
+      if (a.res) {
+        const uint4 rr = reinterpret_cast<const uint4*>(a.res)[c];
+        X r[V];
+        __builtin_memcpy(r, &rr, 16);
+#pragma unroll
+        for (int j = 0; j < V; ++j) v[j] = cast<X>(to_compute(v[j]) + to_compute(r[j]));
+        __builtin_memcpy(&xr[i], v, 16);
+        if (blockIdx.x == 0) reinterpret_cast<uint4*>(a.sum)[c] = xr[i];
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const Cm e = to_compute(v[j]);
+        ss += float(e * e);
+      }
+    }
+  }
+  ss = row_reduce(ss, [](float p, float q) { return p + q; }, 0.0f, nt, red);
+  const Cm rstd = nn::norm_rstd(Cm(ss) * Cm(a.inv_n), a.eps);
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    const int c = t + i * nt;  // every lane of the wave reaches the shuffles
+    float o[V];
+    if (c < chunks) {
+      X v[V], w[V];
+      __builtin_memcpy(v, &xr[i], 16);
+      __builtin_memcpy(w, &wr[i], 16);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        o[j] = float(to_compute(cast<X>(nn::norm_out(to_compute(v[j]), Cm(0), rstd, to_compute(w[j]), Cm(0)))));
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) o[j] = 0.0f;
+    }
+    const Q8_1Lane<V> q = encode_q8_1<V>(o, c % L);
+    if (c < chunks) {
+      const int b = c / L, lj = c % L;
+      quant::dot::XPair& p = xs[b / 2];
+#pragma unroll
+      for (int wd = 0; wd < V / 4; ++wd) p.q[8 * (b % 2) + (V / 4) * lj + wd] = int(q.q[wd]);
+      if (lj == 0) {
+        uint8_t hb[2];
+        quant::detail::st_f16(hb, q.d);  // the scale as the Q8_1 bytes hold it
+        p.d[b % 2] = quant::dot::ld_h(hb);
+        p.s[b % 2] = q.sum;
+      }
+    }
+  }
+}
+
+// Threads of a staged block: tune::kQmvStagedBlock, or the norm prologue's (fewer, larger blocks
+// read the row fewer times an SM; WICK_QMV_NORM_BLOCK=128|256|512 for the A/B).
+template <class N> constexpr int staged_bound() {
+  return std::is_same_v<N, NoNorm> ? tune::kQmvStagedBlock : tune::kQmvStagedNormMaxBlock;
+}
+int staged_norm_block() {
+  static const int b = [] {
+    const std::string v = tune::knob("WICK_QMV_NORM_BLOCK");
+    return v == "128" ? 128 : v == "256" ? 256 : v == "512" ? 512 : tune::kQmvStagedNormBlock;
+  }();
+  return b;
+}
+
+template <GGMLType T, class N = NoNorm>
+__global__ void WICK_LAUNCH_BOUNDS(staged_bound<N>())
     qmv_staged_kernel(const uint8_t* WICK_RESTRICT w, int gpr, int64_t n, const uint8_t* WICK_RESTRICT xq,
-                      int xblocks, void* WICK_RESTRICT y, int y_dt) {
+                      int xblocks, void* WICK_RESTRICT y, int y_dt, N norm = {}) {
   kernel_entry();
   using S = Staged<T>;
   using P = typename S::P;
@@ -148,8 +249,13 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvStagedBlock)
   int64_t row = int64_t(blockIdx.x) * nwarps + warp;
   if (row < n) load_row(buf, w + row * row_bytes, lane, pieces);  // in flight while x is staged
 
-  for (int b = int(threadIdx.x); b < xblocks; b += int(blockDim.x))
-    quant::dot::set_xpair_half(xs[b / 2], b % 2, xq + size_t(b) * kQ8_1Bytes);
+  if constexpr (std::is_same_v<N, NoNorm>) {
+    (void)norm;
+    for (int b = int(threadIdx.x); b < xblocks; b += int(blockDim.x))
+      quant::dot::set_xpair_half(xs[b / 2], b % 2, xq + size_t(b) * kQ8_1Bytes);
+  } else {
+    stage_normed_row(norm, xblocks * 32, xs);
+  }
   __syncthreads();
 
   const auto* wsw = reinterpret_cast<const uint32_t*>(ws);
@@ -191,18 +297,46 @@ bool staged_row_fits(GGMLType t, size_t k, int wave_size) {
   return k / 256 <= size_t(wave_size) * tune::kQmvStagedLoads * 16 / group;
 }
 
-template <GGMLType T>
+template <GGMLType T, class N = NoNorm>
 void launch_staged(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const uint8_t* xq, void* y, int y_dt,
-                   const gpuDeviceProp_t& prop, int dev) {
-  const int threads = tune::kQmvStagedBlock, xblocks = int(k / 32);
+                   const gpuDeviceProp_t& prop, int dev, N norm = {}) {
+  const int threads = std::is_same_v<N, NoNorm> ? tune::kQmvStagedBlock : staged_norm_block(), xblocks = int(k / 32);
   const size_t smem = staged_smem(xblocks, threads);
+  if (smem > 48 * 1024)
+    check(gpuFuncSetAttribute(reinterpret_cast<const void*>(qmv_staged_kernel<T, N>),
+                              gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
+          "qmatvec (staged): shared memory size");
   const int64_t warps = std::max(1, threads / std::max(1, prop.warpSize));
   const int64_t need = (int64_t(n) + warps - 1) / warps;
   const int64_t wave = int64_t(std::max(1, prop.multiProcessorCount)) *
-                       resident_blocks(dev, reinterpret_cast<const void*>(qmv_staged_kernel<T>), threads, smem);
+                       resident_blocks(dev, reinterpret_cast<const void*>(qmv_staged_kernel<T, N>), threads, smem);
   const unsigned grid = unsigned(std::max<int64_t>(1, std::min(need, wave)));
-  launch_kernel(qmv_staged_kernel<T>, grid, threads, smem, s, w, int(k / 256), int64_t(n), xq, xblocks, y, y_dt);
-  check_launch("qmatvec (staged)");
+  launch_kernel(qmv_staged_kernel<T, N>, grid, threads, smem, s, w, int(k / 256), int64_t(n), xq, xblocks, y, y_dt,
+                norm);
+  check_launch(std::is_same_v<N, NoNorm> ? "qmatvec (staged)" : "qmatvec (staged, normalising x)");
+}
+
+// The norm prologue's launch for x of dtype X, T's weights: C chunks a thread, the fewest that hold
+// the row (tune::kQmvStagedNormChunks at most).
+template <GGMLType T, class X>
+bool launch_staged_norm(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const NormedRow& r, void* y, int y_dt,
+                        const gpuDeviceProp_t& prop, int dev) {
+  constexpr int V = 16 / int(sizeof(X));
+  const size_t threads = size_t(staged_norm_block());
+  const size_t per_thread = (k / V + threads - 1) / threads;
+  auto go = [&](auto c) {
+    constexpr int C = decltype(c)::value;
+    const StagedNorm<X, C> a{static_cast<const X*>(r.x), static_cast<const X*>(r.res), static_cast<const X*>(r.w),
+                             static_cast<X*>(r.sum), 1.0f / float(k), r.eps};
+    launch_staged<T>(s, w, n, k, nullptr, y, y_dt, prop, dev, a);
+    return true;
+  };
+  static_assert(tune::kQmvStagedNormChunks == 8, "the instantiations below cover 1 to 8 chunks a thread");
+  if (per_thread <= 1) return go(std::integral_constant<int, 1>{});
+  if (per_thread <= 2) return go(std::integral_constant<int, 2>{});
+  if (per_thread <= 4) return go(std::integral_constant<int, 4>{});
+  if (per_thread <= 8) return go(std::integral_constant<int, 8>{});
+  return false;
 }
 
 template <int M, int R>
@@ -348,6 +482,35 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   }
 }
 
+bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
+                    void* y) {
+  static const bool enabled = tune::knob("WICK_QMV_NORM") != "0";
+  if (!enabled || n == 0 || k == 0 || !staged_shape(t, n, k, 1)) return false;
+  const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!a16(w) || !a16(r.x) || !a16(r.w) || (r.res && (!a16(r.res) || !r.sum || !a16(r.sum)))) return false;
+  int dev = 0;
+  (void)gpuGetDevice(&dev);
+  const gpuDeviceProp_t& prop = context(dev).prop;
+  if (!staged_row_fits(t, k, prop.warpSize)) return false;
+  const int y_dt = x_dtype == DType::F32 ? 0 : x_dtype == DType::F16 ? 1 : x_dtype == DType::BF16 ? 2 : -1;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  auto by_x = [&](auto xtag) {
+    using X = decltype(xtag);
+    return t == GGMLType::Q4_0 ? launch_staged_norm<GGMLType::Q4_0, X>(s, wb, n, k, r, y, y_dt, prop, dev)
+                               : launch_staged_norm<GGMLType::Q8_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
+  };
+  switch (y_dt) {
+    case 0:
+      return by_x(float{});
+    case 1:
+      return by_x(f16{});
+    case 2:
+      return by_x(bf16{});
+    default:
+      return false;
+  }
+}
+
 StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const {
   const size_t m = x_l.shape[0];
   if (m > size_t(tune::kQmvMaxRows)) return qmatmul_prefill(*this, q, x, x_l);
@@ -362,6 +525,25 @@ StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layou
   Scratch xs(ordinal(), qmatvec_scratch_bytes(m, q.cols));
   qmatvec(stream(), q.type, data(), q.rows, q.cols, as_gpu(x).data(), x.dtype(), m, x_l.offset, size_t(x_l.strides[0]),
           xs.b.ptr, out->data());
+  return out;
+}
+
+StoragePtr GpuStorage::qmatmul_rms_norm(const QuantDims& q, const Storage& x, const Layout& x_l,
+                                        const NormArgs& a) const {
+  const DType dt = x.dtype();
+  if (a.bias || !a.rms || !a.weight || x_l.shape.size() != 2 || x_l.shape[0] != 1 || x_l.shape[1] != q.cols ||
+      a.weight->dtype() != dt || (a.residual && a.residual->dtype() != dt))
+    return nullptr;
+  DeviceGuard dg(ordinal());
+  const size_t esz = dtype_size(dt);
+  auto at = [&](const Storage& st, size_t off) { return static_cast<const uint8_t*>(as_gpu(st).data()) + off * esz; };
+  std::shared_ptr<GpuStorage> sum;
+  if (a.residual) sum = new_storage(ordinal(), q.cols, dt);
+  auto out = new_storage(ordinal(), q.rows, dt);
+  const NormedRow r{at(x, x_l.offset), a.residual ? at(*a.residual, a.residual_offset) : nullptr,
+                    at(*a.weight, a.weight_offset), sum ? sum->data() : nullptr, a.eps};
+  if (!qmatvec_normed(stream(), q.type, data(), q.rows, q.cols, dt, r, out->data())) return nullptr;
+  if (a.residual) *a.sum = sum;
   return out;
 }
 

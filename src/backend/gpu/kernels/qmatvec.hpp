@@ -30,4 +30,22 @@ void qmatvec(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const
 void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, const void* xq, size_t xq_rows,
                   size_t m, void* y, DType y_dtype, int rows_per_block = 0, int block_threads = 0);
 
+// One row x (k elements of x_dtype, F32/F16/BF16, 16-byte aligned like every pointer here) to be
+// normalised before the product: rms_norm(x + res) with weight w (add_rms_norm's math; res may be
+// null), the sum x + res stored at sum.
+struct NormedRow {
+  const void* x;
+  const void* res;
+  const void* w;
+  void* sum;
+  double eps;
+};
+// y (1, n) = rms_norm(...) @ W^T with the norm inside the product's kernel: each block of the
+// staged kernel (Q4_0 / Q8_0 shapes it takes, kernels/qmatmul.cu) normalises and quantizes the
+// row itself, so no norm kernel runs first. False, with nothing launched, where that kernel does
+// not take the product (the caller runs the norm, then qmatvec_q8_1); WICK_QMV_NORM=0: always
+// false (the A/B knob).
+bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
+                    void* y);
+
 }  // namespace wick::gpu
