@@ -242,8 +242,9 @@ inline constexpr int kQmvStagedNormChunks = 8;
 // norm's weight once), and the launch bound that covers every choice of WICK_QMV_NORM_BLOCK. H200,
 // 7B Q4_0 / Q8_0 tg128 t/s, norm kernel (WICK_QMV_NORM=0) vs 128 / 256 / 512 threads, two rounds:
 // Q4_0 496-506 vs 486 / 526 / 540, Q8_0 360-363 vs 362 / 370-375 / 376-380 (at 128 threads five
-// blocks an SM each read the 24 KB of x, residual and weight from L2; at 512 one block does).
-inline constexpr int kQmvStagedNormBlock = 512;
+// blocks an SM each read the 24 KB of x, residual and weight from L2; at 512 one block does). AMD
+// unmeasured: 256, whose 42 KB of LDS fit the 64 KB a workgroup has (512 threads need 79 KB).
+inline constexpr int kQmvStagedNormBlock = kAmd ? 256 : 512;
 inline constexpr int kQmvStagedNormMaxBlock = 512;
 
 }  // namespace wick::gpu::tune

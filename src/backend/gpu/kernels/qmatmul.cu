@@ -2,7 +2,8 @@
 // here (llama.cpp's mmvq scheme, our code): x quantized on the device to Q8_1 (the bytes of
 // quant_encode.hpp's quantize_block_q8_1), then one pass over W in which every weight chunk is
 // unpacked once and dotted with all rows through dot4_i8 (ops/quant_dot.hpp). More rows: the
-// prefill path of kernels/quant.cu (qmatmul_prefill).
+// prefill path of kernels/quant.cu (qmatmul_prefill). qmatmul_rms_norm: the staged kernel with the
+// norm before the product (add_rms_norm's) done by each of its blocks.
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -40,6 +41,9 @@ __global__ void WICK_LAUNCH_BOUNDS(tune::kQmvQuantBlock)
   const float v[1] = {valid && row < m ? cast<float>(x[x_off + row * x_stride + b * 32 + lane]) : 0.0f};
   store_q8_1<1>(v, lane, valid, out + (valid ? blk : 0) * kQ8_1Bytes);
 }
+
+// The output's dtype code: 0 f32, 1 f16, 2 bf16, -1 none of them.
+int y_code(DType dt) { return dt == DType::F32 ? 0 : dt == DType::F16 ? 1 : dt == DType::BF16 ? 2 : -1; }
 
 // Output element (i, r) of dtype code: 0 f32, 1 f16, 2 bf16 (one kernel for every x dtype).
 __device__ __forceinline__ void store_y(void* y, int dt, int64_t idx, float v) {
@@ -445,7 +449,7 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   // rows are whole blocks, so the weights' start must be 16-byte aligned (storage starts are).
   if (reinterpret_cast<uintptr_t>(w) % 16 != 0)
     throw Error(ErrorKind::Internal, "qmatvec: the weights start at a pointer that is not 16-byte aligned");
-  const int y_dt = y_dtype == DType::F32 ? 0 : y_dtype == DType::F16 ? 1 : y_dtype == DType::BF16 ? 2 : -1;
+  const int y_dt = y_code(y_dtype);
   if (y_dt < 0)
     throw Error(ErrorKind::DType, std::string("qmatmul: y must be f32, f16 or bf16, got ") + dtype_name(y_dtype));
   const auto* wb = static_cast<const uint8_t*>(w);
@@ -491,8 +495,10 @@ bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k
   int dev = 0;
   (void)gpuGetDevice(&dev);
   const gpuDeviceProp_t& prop = context(dev).prop;
-  if (!staged_row_fits(t, k, prop.warpSize)) return false;
-  const int y_dt = x_dtype == DType::F32 ? 0 : x_dtype == DType::F16 ? 1 : x_dtype == DType::BF16 ? 2 : -1;
+  if (!staged_row_fits(t, k, prop.warpSize) ||
+      staged_smem(int(k / 32), staged_norm_block()) > size_t(prop.sharedMemPerBlockOptin))
+    return false;
+  const int y_dt = y_code(x_dtype);
   const auto* wb = static_cast<const uint8_t*>(w);
   auto by_x = [&](auto xtag) {
     using X = decltype(xtag);
