@@ -19,6 +19,8 @@
 //    E_act = sum_j |w_j| e_j (+ the Q8_1 sum term for Q4_1/Q5_1), e_j the activation's rounding
 //    error; E_half the rounding of W (and an f32 x) to the GEMM's half type; gamma * S the f32
 //    accumulation; u_out the unit roundoff of x's dtype for the output.
+//  - add_rms_norm_matmul_t: the sum exact, y as qmatmul's decode against the host's f64 norm
+//    (check_normed_qmatmul).
 //  - quantize (Q8_0/Q8_1/Q8_K): every block decodes within its rounding bound of x, the scale is
 //    amax/127, Q8_1's s is d * sum(q), Q8_K's bsums are the sums of its quants; on a GPU the
 //    bytes equal the CPU quantizer's.
@@ -276,6 +278,63 @@ void check_rows(const Tensor& got, const std::vector<double>& want_f32, DType dt
 
 }  // namespace
 
+// add_rms_norm_matmul_t: the sum x + r rounded to the dtype (f32 add, one rounding) must be exact;
+// y is checked as qmatmul's decode against h = s * rstd * w computed in f64 on the host, with the
+// backend's h off by rho |h_j| (its rounding to the dtype, the f32 sum of squares and rstd: rho =
+// u + (k + 8) 2^-24), which also moves each block's scale by that factor.
+static void check_normed_qmatmul(const Weights& W, const Tensor& x, const Tensor& r, const Tensor& nw, double eps,
+                                 const Tensor& sum, const Tensor& y, const std::string& what) {
+  const size_t k = W.k, n = W.n, m = x.numel() / k;
+  const DType dt = x.dtype();
+  check_shape(sum, x.shape(), dt, what + " (sum)");
+  Shape want = x.shape();
+  want.back() = n;
+  check_shape(y, want, dt, what);
+  const std::vector<double> xv = host_values(x), rv = host_values(r), wv = host_values(nw), sv = host_values(sum);
+  const std::vector<double> yv = host_values(y);
+  const double u_out = unit_roundoff(dt), gamma = double(k + 16) * kF32U;
+  const double rho = (dt == DType::F32 ? 0.0 : u_out) + double(k + 8) * kF32U;
+  for (size_t i = 0; i < m; ++i) {
+    std::vector<double> s(k), h(k);
+    double ms = 0;
+    for (size_t j = 0; j < k; ++j) {
+      s[j] = round_to(dt, double(float(xv[i * k + j]) + float(rv[i * k + j])));
+      if (!same(sv[i * k + j], s[j]))
+        fail(what + ": sum[" + std::to_string(i) + ", " + std::to_string(j) + "] = " + num(sv[i * k + j]) +
+             ", want x + r rounded to " + dtype_name(dt) + " = " + num(s[j]));
+      ms += s[j] * s[j];
+    }
+    const double rstd = 1 / std::sqrt(ms / double(k) + eps);
+    for (size_t j = 0; j < k; ++j) h[j] = s[j] * rstd * wv[j];
+    const ActError a = act_error(h.data(), k, false);
+    double sum_err2 = 0, sum_var = 0;
+    for (size_t o = 0; o < n; ++o) {
+      const double* wr = W.w.data() + o * k;
+      double ref = 0, e = 0, sa = 0, v = 0;
+      for (size_t j = 0; j < k; ++j) {
+        const double ah = std::fabs(h[j]), aw = std::fabs(wr[j]), ej = a.e[j] * (1 + rho) + rho * ah;
+        ref += wr[j] * h[j];
+        e += aw * ej;
+        sa += aw * (ah + a.e[j]);
+        v += aw * aw * ej * ej / 3;
+      }
+      e += gamma * sa;
+      const double bound = e + (std::fabs(ref) + e) * u_out + kF16Sub, got = yv[i * n + o];
+      if (!(std::fabs(got - ref) <= bound))
+        fail(what + ": y[" + std::to_string(i) + ", " + std::to_string(o) + "] = " + num(got) +
+             ", reference (host norm in f64, CPU dequantize) " + num(ref) + ": |difference| " +
+             num(std::fabs(got - ref)) + " > bound " + num(bound));
+      sum_err2 += (got - ref) * (got - ref);
+      sum_var += v + (gamma * sa) * (gamma * sa) + (std::fabs(ref) + e) * u_out * (std::fabs(ref) + e) * u_out;
+    }
+    // As check_qmatmul: unbiased rounding keeps the squared errors near their variances; a scale
+    // off by a few percent (a wrong rstd or eps) does not.
+    if (!(sum_err2 <= 16 * sum_var))
+      fail(what + ": root mean square error " + num(std::sqrt(sum_err2 / double(n))) + " is more than 4x the " +
+           num(std::sqrt(sum_var / double(n))) + " that rounding predicts (a systematic error, e.g. the norm's scale)");
+  }
+}
+
 void add_quant_cases(std::vector<Case>& out) {
   for (GGMLType t : supported_qtypes()) {
     const std::string tn = ggml_type_name(t);
@@ -334,6 +393,27 @@ void add_quant_cases(std::vector<Case>& out) {
             return {};
           });
     }
+  }
+  // add_rms_norm_matmul_t on the shape a GPU's staged matvec normalises itself (Q4_0 / Q8_0, k = 4096,
+  // n = 8192, one contiguous row); the other layouts, which run the two ops, on 37 rows of W (the
+  // f64 reference of 8192 rows costs about a second a case). With and without residual.
+  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0}) {
+    add(out, "add_rms_norm_matmul_t", ggml_type_name(t), kQFloats, [t](Inputs& in) -> std::vector<Tensor> {
+      const size_t k = 4096, n = in.kind() == LayoutKind::Contiguous ? 8192 : kRows;
+      const Weights W = make_weights(t, n, k, 23);
+      QTensor q = QTensor::from_bytes(t, {n, k}, W.bytes.data(), W.bytes.size(), in.device());
+      const Tensor x = in.x({in.n(1), k}, 101), r = in.x_nb({in.n(1), k}, 102), nw = in.x_nb({k}, 103);
+      const double eps = 1e-5;
+      for (bool with_r : {true, false}) {
+        const std::string what = std::string(ggml_type_name(t)) + " add_rms_norm_matmul_t" +
+                                 (with_r ? "" : " (no residual)") + ", x " + dtype_name(in.dtype()) + " (" +
+                                 layout_name(in.kind()) + ")";
+        const auto [sum, y] = q.add_rms_norm_matmul_t(x, with_r ? r : Tensor(), nw, eps);
+        const Tensor zero = Tensor::zeros(x.shape(), x.dtype(), x.device());
+        check_normed_qmatmul(W, x, with_r ? r : zero, nw, eps, sum, y, what);
+      }
+      return {};
+    });
   }
   // The activation formats, from every float dtype a QTensor quantizes.
   for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q8_1, GGMLType::Q8_K}) {

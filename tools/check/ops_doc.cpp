@@ -148,6 +148,13 @@ std::vector<OpRow> backend_op_rows() {
        "run",
        "run (kernels/qmatmul.cu; prefill kernels/quant.cu)"},
       {"quantized",
+       "add_rms_norm_matmul_t: add_rms_norm then qmatmul, {x + r, rms_norm(x + r) @ W^T}",
+       "x bf16 f16 f32",
+       {"add_rms_norm_matmul_t"},
+       "run (the two ops)",
+       "run (one row of Q4_0 / Q8_0 on the staged matvec: its blocks normalise x, kernels/qmatmul.cu; else the two "
+       "ops)"},
+      {"quantized",
        "quantize from float: the activation types Q8_0, Q8_1, Q8_K on every device (parity cases); every type on the "
        "cpu (tests/test_quantize.cpp)",
        "bf16 f16 f32 f64 in",
