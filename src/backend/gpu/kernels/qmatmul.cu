@@ -236,7 +236,7 @@ int staged_norm_block() {
 template <GGMLType T, class N = NoNorm>
 __global__ void WICK_LAUNCH_BOUNDS(staged_bound<N>())
     qmv_staged_kernel(const uint8_t* WICK_RESTRICT w, int gpr, int64_t n, const uint8_t* WICK_RESTRICT xq,
-                      int xblocks, void* WICK_RESTRICT y, int y_dt, N norm = {}) {
+                      int xblocks, void* WICK_RESTRICT y, int y_dt, N norm) {
   kernel_entry();
   using S = Staged<T>;
   using P = typename S::P;
