@@ -486,18 +486,26 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   }
 }
 
-bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
-                    void* y) {
+bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r) {
   static const bool enabled = tune::knob("WICK_QMV_NORM") != "0";
-  if (!enabled || n == 0 || k == 0 || !staged_shape(t, n, k, 1)) return false;
+  if (!enabled || n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1)) return false;
   const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!a16(w) || !a16(r.x) || !a16(r.w) || (r.res && (!a16(r.res) || !r.sum || !a16(r.sum)))) return false;
+  if (!a16(w) || !a16(r.x) || !a16(r.w) || (r.res && !a16(r.res))) return false;
   int dev = 0;
   (void)gpuGetDevice(&dev);
   const gpuDeviceProp_t& prop = context(dev).prop;
-  if (!staged_row_fits(t, k, prop.warpSize) ||
-      staged_smem(int(k / 32), staged_norm_block()) > size_t(prop.sharedMemPerBlockOptin))
+  return staged_row_fits(t, k, prop.warpSize) &&
+         staged_smem(int(k / 32), staged_norm_block()) <= size_t(prop.sharedMemPerBlockOptin);
+}
+
+bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
+                    void* y) {
+  if (!qmatvec_normed_takes(t, w, n, k, x_dtype, r) ||
+      (r.res && (!r.sum || reinterpret_cast<uintptr_t>(r.sum) % 16 != 0)))
     return false;
+  int dev = 0;
+  (void)gpuGetDevice(&dev);
+  const gpuDeviceProp_t& prop = context(dev).prop;
   const int y_dt = y_code(x_dtype);
   const auto* wb = static_cast<const uint8_t*>(w);
   auto by_x = [&](auto xtag) {
@@ -543,12 +551,17 @@ StoragePtr GpuStorage::qmatmul_rms_norm(const QuantDims& q, const Storage& x, co
   DeviceGuard dg(ordinal());
   const size_t esz = dtype_size(dt);
   auto at = [&](const Storage& st, size_t off) { return static_cast<const uint8_t*>(as_gpu(st).data()) + off * esz; };
+  NormedRow r{at(x, x_l.offset), a.residual ? at(*a.residual, a.residual_offset) : nullptr,
+              at(*a.weight, a.weight_offset), nullptr, a.eps};
+  if (!qmatvec_normed_takes(q.type, data(), q.rows, q.cols, dt, r)) return nullptr;  // before any allocation
   std::shared_ptr<GpuStorage> sum;
-  if (a.residual) sum = new_storage(ordinal(), q.cols, dt);
+  if (a.residual) {
+    sum = new_storage(ordinal(), q.cols, dt);
+    r.sum = sum->data();
+  }
   auto out = new_storage(ordinal(), q.rows, dt);
-  const NormedRow r{at(x, x_l.offset), a.residual ? at(*a.residual, a.residual_offset) : nullptr,
-                    at(*a.weight, a.weight_offset), sum ? sum->data() : nullptr, a.eps};
-  if (!qmatvec_normed(stream(), q.type, data(), q.rows, q.cols, dt, r, out->data())) return nullptr;
+  if (!qmatvec_normed(stream(), q.type, data(), q.rows, q.cols, dt, r, out->data()))
+    throw Error(ErrorKind::Internal, "qmatmul_rms_norm: the staged kernel declined a product it said it takes");
   if (a.residual) *a.sum = sum;
   return out;
 }

@@ -47,5 +47,7 @@ struct NormedRow {
 // false (the A/B knob).
 bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
                     void* y);
+// Whether qmatvec_normed takes the product (r.sum aside: a caller allocates it only then).
+bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r);
 
 }  // namespace wick::gpu
