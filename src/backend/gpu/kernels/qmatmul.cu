@@ -486,6 +486,16 @@ void qmatvec_q8_1(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, 
   }
 }
 
+// The most dynamic shared memory a block may have: CUDA's opt-in limit (past the 48 KiB a launch gets
+// unasked); HIP's workgroup LDS (ROCm 5.7's hipDeviceProp_t has no opt-in field).
+size_t block_smem_limit(const gpuDeviceProp_t& p) {
+#if defined(WICK_GPU_HIP)
+  return size_t(p.sharedMemPerBlock);
+#else
+  return size_t(p.sharedMemPerBlockOptin);
+#endif
+}
+
 bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r) {
   static const bool enabled = tune::knob("WICK_QMV_NORM") != "0";
   if (!enabled || n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1)) return false;
@@ -495,7 +505,7 @@ bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x
   (void)gpuGetDevice(&dev);
   const gpuDeviceProp_t& prop = context(dev).prop;
   return staged_row_fits(t, k, prop.warpSize) &&
-         staged_smem(int(k / 32), staged_norm_block()) <= size_t(prop.sharedMemPerBlockOptin);
+         staged_smem(int(k / 32), staged_norm_block()) <= block_smem_limit(prop);
 }
 
 bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
