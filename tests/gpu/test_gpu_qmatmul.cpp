@@ -283,7 +283,8 @@ void run_norm_case(const NormCase& c) {
   const Tensor wn = Tensor::from_vector(nw, {c.k}).to_dtype(c.dtype);
   const Tensor xg = xh.to_device(gpu()), rg = rh.to_device(gpu()), wng = wn.to_device(gpu());
 
-  const bool off = std::getenv("WICK_QMV_STAGED") && std::string(std::getenv("WICK_QMV_STAGED")) == "0";
+  const auto knob_off = [](const char* k) { return std::getenv(k) && std::string(std::getenv(k)) == "0"; };
+  const bool off = knob_off("WICK_QMV_STAGED") || knob_off("WICK_QMV_NORM");
   if (c.fused && !off) {  // the backend's fused entry itself, so a silent fallback cannot pass
     NormArgs a;
     a.eps = eps;
@@ -331,12 +332,16 @@ void run_norm_case(const NormCase& c) {
   EXPECT_EQ(bad, 0u);
 }
 
+// Chunks of x a thread in the comments: at the default 512 threads (NVIDIA) / at 128 (ctest
+// gpu_qmatmul_norm_128).
 TEST(GpuQMatVec, NormInsideTheProduct) {
-  run_norm_case({GGMLType::Q4_0, 8200, 4096, DType::F16, true, true});   // 4 chunks a thread, rows past the wave
+  run_norm_case({GGMLType::Q4_0, 8200, 4096, DType::F16, true, true});   // 1 / 4, rows past the wave
   run_norm_case({GGMLType::Q4_0, 8192, 4096, DType::F16, false, true});  // the first layer: no residual
   run_norm_case({GGMLType::Q8_0, 8193, 4096, DType::BF16, true, true});
-  run_norm_case({GGMLType::Q8_0, 8192, 4096, DType::F32, true, true});   // 8 chunks a thread
-  run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F16, true, true});   // 8 chunks a thread
+  run_norm_case({GGMLType::Q8_0, 8192, 4096, DType::F32, true, true});   // 2 / 8
+  run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F16, true, true});   // 2 / 8
+  // 4 / 16: past the prologue's 8 at 128 threads, where the fused entry declines (the two ops run)
+  run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F32, true, std::getenv("WICK_QMV_NORM_BLOCK") == nullptr});
   run_norm_case({GGMLType::Q4_0, 8192, 2048, DType::F16, true, false});  // the two ops
   run_norm_case({GGMLType::Q4_K, 8192, 4096, DType::F16, true, false});
 }

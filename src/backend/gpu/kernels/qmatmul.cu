@@ -320,27 +320,30 @@ void launch_staged(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const ui
   check_launch(std::is_same_v<N, NoNorm> ? "qmatvec (staged)" : "qmatvec (staged, normalising x)");
 }
 
+// The 16-byte chunks of a row of k elements of x_dtype that each thread of a norm prologue's block
+// holds (tune::kQmvStagedNormChunks at most: qmatvec_normed_takes checks it).
+size_t staged_norm_chunks(size_t k, DType x_dtype) {
+  const size_t v = 16 / dtype_size(x_dtype), threads = size_t(staged_norm_block());
+  return (k / v + threads - 1) / threads;
+}
+
 // The norm prologue's launch for x of dtype X, T's weights: C chunks a thread, the fewest that hold
-// the row (tune::kQmvStagedNormChunks at most).
+// the row.
 template <GGMLType T, class X>
-bool launch_staged_norm(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const NormedRow& r, void* y, int y_dt,
+void launch_staged_norm(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const NormedRow& r, void* y, int y_dt,
                         const gpuDeviceProp_t& prop, int dev) {
-  constexpr int V = 16 / int(sizeof(X));
-  const size_t threads = size_t(staged_norm_block());
-  const size_t per_thread = (k / V + threads - 1) / threads;
+  const size_t per_thread = staged_norm_chunks(k, dtype_of<X>::value);
   auto go = [&](auto c) {
     constexpr int C = decltype(c)::value;
     const StagedNorm<X, C> a{static_cast<const X*>(r.x), static_cast<const X*>(r.res), static_cast<const X*>(r.w),
                              static_cast<X*>(r.sum), 1.0f / float(k), r.eps};
     launch_staged<T>(s, w, n, k, nullptr, y, y_dt, prop, dev, a);
-    return true;
   };
   static_assert(tune::kQmvStagedNormChunks == 8, "the instantiations below cover 1 to 8 chunks a thread");
   if (per_thread <= 1) return go(std::integral_constant<int, 1>{});
   if (per_thread <= 2) return go(std::integral_constant<int, 2>{});
   if (per_thread <= 4) return go(std::integral_constant<int, 4>{});
-  if (per_thread <= 8) return go(std::integral_constant<int, 8>{});
-  return false;
+  go(std::integral_constant<int, 8>{});
 }
 
 template <int M, int R>
@@ -498,7 +501,9 @@ size_t block_smem_limit(const gpuDeviceProp_t& p) {
 
 bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r) {
   static const bool enabled = tune::knob("WICK_QMV_NORM") != "0";
-  if (!enabled || n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1)) return false;
+  if (!enabled || n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1) ||
+      staged_norm_chunks(k, x_dtype) > size_t(tune::kQmvStagedNormChunks))
+    return false;
   const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   if (!a16(w) || !a16(r.x) || !a16(r.w) || (r.res && !a16(r.res))) return false;
   int dev = 0;
@@ -508,11 +513,10 @@ bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x
          staged_smem(int(k / 32), staged_norm_block()) <= block_smem_limit(prop);
 }
 
-bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
+void qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
                     void* y) {
-  if (!qmatvec_normed_takes(t, w, n, k, x_dtype, r) ||
-      (r.res && (!r.sum || reinterpret_cast<uintptr_t>(r.sum) % 16 != 0)))
-    return false;
+  if (r.res && (!r.sum || reinterpret_cast<uintptr_t>(r.sum) % 16 != 0))
+    throw Error(ErrorKind::Internal, "qmatvec_normed: a residual needs a 16-byte aligned sum");
   int dev = 0;
   (void)gpuGetDevice(&dev);
   const gpuDeviceProp_t& prop = context(dev).prop;
@@ -520,19 +524,17 @@ bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k
   const auto* wb = static_cast<const uint8_t*>(w);
   auto by_x = [&](auto xtag) {
     using X = decltype(xtag);
-    return t == GGMLType::Q4_0 ? launch_staged_norm<GGMLType::Q4_0, X>(s, wb, n, k, r, y, y_dt, prop, dev)
-                               : launch_staged_norm<GGMLType::Q8_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
+    if (t == GGMLType::Q4_0)
+      launch_staged_norm<GGMLType::Q4_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
+    else
+      launch_staged_norm<GGMLType::Q8_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
   };
-  switch (y_dt) {
-    case 0:
-      return by_x(float{});
-    case 1:
-      return by_x(f16{});
-    case 2:
-      return by_x(bf16{});
-    default:
-      return false;
-  }
+  if (y_dt == 0)
+    by_x(float{});
+  else if (y_dt == 1)
+    by_x(f16{});
+  else
+    by_x(bf16{});
 }
 
 StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const {
@@ -570,8 +572,7 @@ StoragePtr GpuStorage::qmatmul_rms_norm(const QuantDims& q, const Storage& x, co
     r.sum = sum->data();
   }
   auto out = new_storage(ordinal(), q.rows, dt);
-  if (!qmatvec_normed(stream(), q.type, data(), q.rows, q.cols, dt, r, out->data()))
-    throw Error(ErrorKind::Internal, "qmatmul_rms_norm: the staged kernel declined a product it said it takes");
+  qmatvec_normed(stream(), q.type, data(), q.rows, q.cols, dt, r, out->data());
   if (a.residual) *a.sum = sum;
   return out;
 }

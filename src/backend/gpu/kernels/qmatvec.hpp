@@ -40,14 +40,16 @@ struct NormedRow {
   void* sum;
   double eps;
 };
-// y (1, n) = rms_norm(...) @ W^T with the norm inside the product's kernel: each block of the
-// staged kernel (Q4_0 / Q8_0 shapes it takes, kernels/qmatmul.cu) normalises and quantizes the
-// row itself, so no norm kernel runs first. False, with nothing launched, where that kernel does
-// not take the product (the caller runs the norm, then qmatvec_q8_1); WICK_QMV_NORM=0: always
-// false (the A/B knob).
-bool qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
-                    void* y);
-// Whether qmatvec_normed takes the product (r.sum aside: a caller allocates it only then).
+// Whether qmatvec_normed takes this product: the staged kernel's Q4_0 / Q8_0 shapes (kernels/
+// qmatmul.cu), 16-byte aligned rows, a row within the prologue's registers and the block within the
+// device's shared memory; WICK_QMV_NORM=0: never (the A/B knob). r.sum is not looked at: a caller
+// allocates it only when this is true.
 bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r);
+// y (1, n) = rms_norm(...) @ W^T with the norm inside the product's kernel: each block of the
+// staged kernel normalises and quantizes the row itself, so no norm kernel runs first. Only where
+// qmatvec_normed_takes is true (else the caller runs the norm, then qmatvec_q8_1); with r.res, r.sum
+// is set and 16-byte aligned.
+void qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
+                    void* y);
 
 }  // namespace wick::gpu
