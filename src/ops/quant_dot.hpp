@@ -206,12 +206,32 @@ struct Dot<GGMLType::Q5_1> {
     nib_dot<M>(ld_h(w), ld_h(w + 2), lo, hi, x, c, acc);
   }
 };
+// 16 bytes at a 2-byte aligned p as four words: four aligned 4-byte loads (a 2-byte halfword more
+// where p is not 4-byte aligned) instead of eight 2-byte ones. A Q8_0 chunk starts 2 bytes into its
+// 34-byte block, so on a 4-byte boundary in every other block; half the loads, half the L1 wavefronts
+// of a warp's scattered chunks. Never reads past the 16 bytes' last word.
+WICK_HD void ld16_a2(const uint8_t* p, int (&q)[4]) {
+  const bool mis = (reinterpret_cast<uintptr_t>(p) & 2) != 0;
+  const uint8_t* b = p - (mis ? 2 : 0);
+  uint32_t v[5];
+  WICK_QDOT_UNROLL
+  for (int i = 0; i < 4; ++i) v[i] = uint32_t(ld_a4(b + 4 * i));
+  v[4] = mis ? ld_u16(p + 14) : 0u;
+  WICK_QDOT_UNROLL
+  for (int i = 0; i < 3; ++i) q[i] = int(mis ? (v[i] >> 16) | (v[i + 1] << 16) : v[i]);
+  q[3] = int(mis ? (v[3] >> 16) | (v[4] << 16) : v[3]);
+}
+
 // Plain int8 weights: d, then 32 int8 at byte `qs`.
 template <int M, int kQs, bool kAligned4>
 WICK_HD void q8_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
   int q[4];
-  WICK_QDOT_UNROLL
-  for (int i = 0; i < 4; ++i) q[i] = kAligned4 ? ld_a4(w + kQs + 16 * c + 4 * i) : ld_a2(w + kQs + 16 * c + 4 * i);
+  if constexpr (kAligned4) {
+    WICK_QDOT_UNROLL
+    for (int i = 0; i < 4; ++i) q[i] = ld_a4(w + kQs + 16 * c + 4 * i);
+  } else {
+    ld16_a2(w + kQs + 16 * c, q);
+  }
   const float d = ld_h(w);
   WICK_QDOT_UNROLL
   for (int r = 0; r < M; ++r) {
