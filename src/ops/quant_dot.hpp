@@ -50,20 +50,23 @@ WICK_HD int ld_a2(const uint8_t* p) { return int(ld_u16(p) | (ld_u16(p + 2) << 1
 WICK_HD int ld_a1(const uint8_t* p) {
   return int(uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24));
 }
-// 8 bytes at any alignment as two words. On the device: the aligned words that cover them, shifted
-// into place (3 loads instead of 8 byte loads); the third word is only read when needed, so
-// nothing past the last byte is touched.
-WICK_HD void ld_8_a1(const uint8_t* p, int& a, int& b) {
+// 4N bytes at any alignment as N words. On the device: the aligned words that cover them, shifted
+// into place (N or N + 1 loads instead of 4N byte or 2N halfword ones: MXFP4's 8-byte chunks start at
+// odd bytes, Q8_0's 16-byte ones 2 bytes into every other 34-byte block); the last word is only read
+// when the bytes reach into it, so no word past the last byte's is touched.
+template <int N>
+WICK_HD void ld_words(const uint8_t* p, int (&q)[N]) {
 #if WICK_DEVICE_COMPILE
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-  const uint32_t* q = reinterpret_cast<const uint32_t*>(addr & ~uintptr_t(3));
-  const uint32_t sh = uint32_t(addr & 3u) * 8u;
-  const uint32_t w0 = q[0], w1 = q[1], w2 = sh ? q[2] : 0u;
-  a = int(uint32_t(((uint64_t(w1) << 32) | w0) >> sh));
-  b = int(uint32_t(((uint64_t(w2) << 32) | w1) >> sh));
+  const uint32_t off = uint32_t(reinterpret_cast<uintptr_t>(p) & 3u), sh = 8u * off;
+  const auto* a = reinterpret_cast<const uint32_t*>(p - off);  // from p, so loads stay global ones
+  uint32_t w[N + 1];
+  WICK_QDOT_UNROLL
+  for (int i = 0; i < N; ++i) w[i] = a[i];
+  w[N] = sh ? a[N] : 0u;
+  WICK_QDOT_UNROLL
+  for (int i = 0; i < N; ++i) q[i] = int(uint32_t(((uint64_t(w[i + 1]) << 32) | w[i]) >> sh));
 #else
-  a = ld_a1(p);
-  b = ld_a1(p + 4);
+  for (int i = 0; i < N; ++i) q[i] = ld_a1(p + 4 * i);
 #endif
 }
 // An f16 scale from its bits (the low 16 of b), and one loaded from block bytes.
@@ -206,22 +209,6 @@ struct Dot<GGMLType::Q5_1> {
     nib_dot<M>(ld_h(w), ld_h(w + 2), lo, hi, x, c, acc);
   }
 };
-// 16 bytes at a 2-byte aligned p as four words: four aligned 4-byte loads (a 2-byte halfword more
-// where p is not 4-byte aligned) instead of eight 2-byte ones. A Q8_0 chunk starts 2 bytes into its
-// 34-byte block, so on a 4-byte boundary in every other block; half the loads, half the L1 wavefronts
-// of a warp's scattered chunks. Never reads past the 16 bytes' last word.
-WICK_HD void ld16_a2(const uint8_t* p, int (&q)[4]) {
-  const bool mis = (reinterpret_cast<uintptr_t>(p) & 2) != 0;
-  const uint8_t* b = p - (mis ? 2 : 0);
-  uint32_t v[5];
-  WICK_QDOT_UNROLL
-  for (int i = 0; i < 4; ++i) v[i] = uint32_t(ld_a4(b + 4 * i));
-  v[4] = mis ? ld_u16(p + 14) : 0u;
-  WICK_QDOT_UNROLL
-  for (int i = 0; i < 3; ++i) q[i] = int(mis ? (v[i] >> 16) | (v[i + 1] << 16) : v[i]);
-  q[3] = int(mis ? (v[3] >> 16) | (v[4] << 16) : v[3]);
-}
-
 // Plain int8 weights: d, then 32 int8 at byte `qs`.
 template <int M, int kQs, bool kAligned4>
 WICK_HD void q8_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
@@ -230,7 +217,7 @@ WICK_HD void q8_dot(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     WICK_QDOT_UNROLL
     for (int i = 0; i < 4; ++i) q[i] = ld_a4(w + kQs + 16 * c + 4 * i);
   } else {
-    ld16_a2(w + kQs + 16 * c, q);
+    ld_words(w + kQs + 16 * c, q);
   }
   const float d = ld_h(w);
   WICK_QDOT_UNROLL
@@ -346,9 +333,9 @@ struct Dot<GGMLType::MXFP4> {
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     uint32_t t[4];
     mxfp4_table(t);
-    int v0, v1;
-    ld_8_a1(w + 1 + 8 * c, v0, v1);
-    lut_dot<M>(detail::e8m0_half(w[0]), v0, v1, t, x, c, acc);
+    int v[2];
+    ld_words(w + 1 + 8 * c, v);
+    lut_dot<M>(detail::e8m0_half(w[0]), v[0], v[1], t, x, c, acc);
   }
 };
 
