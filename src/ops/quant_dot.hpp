@@ -165,8 +165,16 @@ struct Dot<GGMLType::Q4_0> {
   static constexpr int QK = 32, BB = 18, C = 2;
   template <int M>
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
-    const int v0 = ld_a2(w + 2 + 8 * c), v1 = ld_a2(w + 6 + 8 * c);
-    const int lo[2] = {v0 & kNib, v1 & kNib}, hi[2] = {(v0 >> 4) & kNib, (v1 >> 4) & kNib};
+    // The 8 bytes sit 2 bytes into the 18-byte block. Several rows of x: as 2 or 3 aligned words
+    // (H200, 2-8 rows of 4096 x 11008: 7% faster); one row: as 4 halfwords (there the words were
+    // 3-9% slower, stop 40's results).
+    int v[2];
+    if constexpr (M > 1) {
+      ld_words(w + 2 + 8 * c, v);
+    } else {
+      v[0] = ld_a2(w + 2 + 8 * c), v[1] = ld_a2(w + 6 + 8 * c);
+    }
+    const int lo[2] = {v[0] & kNib, v[1] & kNib}, hi[2] = {(v[0] >> 4) & kNib, (v[1] >> 4) & kNib};
     const float d = ld_h(w);
     nib_dot<M>(d, -8.0f * d, lo, hi, x, c, acc);
   }
