@@ -166,7 +166,7 @@ struct Dot<GGMLType::Q4_0> {
   template <int M>
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     // The 8 bytes sit 2 bytes into the 18-byte block. Several rows of x: as 2 or 3 aligned words
-    // (H200, 2-8 rows of 4096 x 11008: 7% faster); one row: as 4 halfwords (there the words were
+    // (H200, 2-8 rows of 4096 x 11008: 5-8% faster); one row: as 4 halfwords (there the words were
     // 3-9% slower, stop 40's results).
     int v[2];
     if constexpr (M > 1) {
