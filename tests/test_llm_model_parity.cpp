@@ -330,6 +330,44 @@ TEST(LlmParity, DecodeGraphMatchesOpByOpGpu) {
   if (ran == 0) GTEST_SKIP() << "no fixtures under " << kLlm;
 }
 
+// Decode steps on the GPU in f16, one token at a time through the prompt from an empty cache (the
+// recorded decode graph after the first step), each step's logits against transformers' float64
+// logits at that position: TransformersLogitsGpu's f16 bound, 1e-5 (H200, stop 42: 5.5e-7 .. 6.8e-7).
+// The decode path's own kernels (the matrix-vector products, the decode attention over the cache,
+// the fused norms and rope) are what it checks; the prefill tests above never reach them.
+TEST(LlmParity, DecodeStepsHalfGpu) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  size_t ran = 0;
+  for (const char* name : kFamilies) {
+    if (!have_fixture(name)) continue;
+    const std::string dir = kLlm + name;
+    const auto ids = ids_of(read_json(dir + "/expected.json")["prompt_ids"]);
+    const std::vector<double> f64 = as_f64(load_npy(dir + "/logits_f64.npy"));
+    for (const std::string& path : {dir, dir + "/model-f16.gguf"}) {
+      LoadOptions o;
+      o.device = d;
+      o.dtype = DType::F16;
+      auto m = Model::load(path, o);
+      const size_t vocab = m->config().vocab_size;
+      ASSERT_EQ(f64.size(), ids.size() * vocab) << name;
+      KvCache c = m->make_cache(ids.size());
+      std::vector<double> got;
+      for (int32_t id : ids) {
+        const std::vector<float> l = m->forward({id}, c).to_vector<float>();
+        ASSERT_EQ(l.size(), vocab) << name;
+        got.insert(got.end(), l.begin(), l.end());
+      }
+      const double e = nmse(got, f64);
+      std::printf("%-8s f16 %s %s decode steps: nmse vs f64 %.3g over %zu steps\n", name, d.name().c_str(),
+                  path == dir ? "hf" : "gguf", e, ids.size());
+      EXPECT_LT(e, 1e-5) << name << " " << path;
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no transformers fixtures under " << kLlm;
+}
+
 // A recorded step attends over the cache's first 256 rows while the position is below 256, and a
 // second recording over the whole cache after that: 300 teacher-forced steps through both, each
 // step's logits against op by op (the f16 file, f16), across the switch.
