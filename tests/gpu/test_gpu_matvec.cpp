@@ -73,7 +73,9 @@ TEST(GpuMatVec, RowCountsAndShapes) {
                         {1, 300, 12},   {2, 17, 4100},  {1, 2560, 2048}, {1, 4096, 11008},
                         // f16 rows whose last round of loads is at most half full: 2 rows per block
                         // (matmul.cu's half_round_choice), the last block half full.
-                        {1, 301, 5632}, {1, 2049, 2048}};
+                        {1, 301, 5632}, {1, 2049, 2048},
+                        // the 7B shape's rows with few outputs or a partial last round
+                        {1, 301, 4096}, {1, 77, 8200}, {1, 5000, 11008}};
   uint32_t seed = 1;
   for (DType dt : {DType::F16, DType::BF16})
     for (const Case& c : cases) run(dt, c, seed += 2);
