@@ -6,7 +6,7 @@
 // time). Every measurement: CUDA/HIP events around N launches, best of R after a warm-up. W is
 // replicated over enough copies to exceed 3x the L2 cache and the launches rotate through them,
 // so the weights come from device memory, not from L2.
-// Built in GPU builds with the tests (target gpu_qmatvec); run: build/gpu_qmatvec
+// Built in GPU builds with the tests (target gpu_qmatvec); run: build/gpu_qmatvec (WICK_BENCH_QTYPE=Q8_0: one type)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "backend/gpu/kernels/qmatvec.hpp"
@@ -128,8 +129,11 @@ int main() {
               "% copy", "best choice");
   double worst = 1e30, worst_tuned = 1e30;
   std::vector<double> sum_by(cfgs.size(), 0.0);
+  // WICK_BENCH_QTYPE=Q8_0 (a type's name): that type only, for a quick A/B of its kernels.
+  const char* only = std::getenv("WICK_BENCH_QTYPE");
   for (GGMLType t : types)
     for (Shape sh : shapes) {
+      if (only && std::string(only) != ggml_type_name(t)) continue;
       std::vector<double> tt;
       const size_t bytes = run(t, sh, cfgs, tt);
       size_t bi = 0;
@@ -156,9 +160,10 @@ int main() {
       "lowest %% of copy bandwidth over the %zu cases: tuned %.1f%%, best choice each %.1f%% (target "
       "80%%)\n",
       n_cases, 100.0 * worst_tuned, 100.0 * worst);
-  std::printf("more rows of x (the tuned rows per block):\n");
+  if (!only) std::printf("more rows of x (the tuned rows per block):\n");
   for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K})
     for (size_t m : {2, 4, 8}) {
+      if (only) break;
       std::vector<double> tt;
       const size_t bytes = run(t, {m, 4096, 11008}, {{0, 0}}, tt);
       std::printf("%-6s %zux4096x11008 %9.2f us %9.0f GB/s %7.1f%%\n", ggml_type_name(t), m, tt[0] * 1e6,
