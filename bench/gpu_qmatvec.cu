@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,7 +48,6 @@ int main() {
   // The 7B decode products (o, gate or up, down, head), then the 1.1B ones (qkv, o, gate/up, down).
   const Shape shapes[] = {{1, 4096, 4096}, {1, 4096, 11008}, {1, 11008, 4096}, {1, 4096, 32000},
                           {1, 2048, 2560}, {1, 2048, 2048}, {1, 2048, 11264}, {1, 5632, 2048}};
-  const size_t n_cases = std::size(types) * std::size(shapes);
   float *x, *y;
   void* scratch;
   CHECK(gpuMalloc(reinterpret_cast<void**>(&x), 8 * 32000 * sizeof(float)));
@@ -131,9 +129,11 @@ int main() {
   std::vector<double> sum_by(cfgs.size(), 0.0);
   // WICK_BENCH_QTYPE=Q8_0 (a type's name): that type only, for a quick A/B of its kernels.
   const char* only = std::getenv("WICK_BENCH_QTYPE");
+  size_t n_cases = 0;  // the cases run
   for (GGMLType t : types)
     for (Shape sh : shapes) {
       if (only && std::string(only) != ggml_type_name(t)) continue;
+      ++n_cases;
       std::vector<double> tt;
       const size_t bytes = run(t, sh, cfgs, tt);
       size_t bi = 0;
@@ -153,6 +153,10 @@ int main() {
       worst = std::min(worst, pb);
       worst_tuned = std::min(worst_tuned, p0);
     }
+  if (n_cases == 0) {
+    std::fprintf(stderr, "gpu_qmatvec: WICK_BENCH_QTYPE=%s names none of the benchmarked types\n", only);
+    return 1;
+  }
   for (size_t i = 1; i < cfgs.size(); ++i)
     std::printf("R=%d threads=%d: mean %% of copy over the %zu cases %.1f%%\n", cfgs[i].rows, cfgs[i].threads,
                 n_cases, 100.0 * sum_by[i] / double(n_cases));
@@ -160,15 +164,16 @@ int main() {
       "lowest %% of copy bandwidth over the %zu cases: tuned %.1f%%, best choice each %.1f%% (target "
       "80%%)\n",
       n_cases, 100.0 * worst_tuned, 100.0 * worst);
-  if (!only) std::printf("more rows of x (the tuned rows per block):\n");
-  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K})
-    for (size_t m : {2, 4, 8}) {
-      if (only) break;
-      std::vector<double> tt;
-      const size_t bytes = run(t, {m, 4096, 11008}, {{0, 0}}, tt);
-      std::printf("%-6s %zux4096x11008 %9.2f us %9.0f GB/s %7.1f%%\n", ggml_type_name(t), m, tt[0] * 1e6,
-                  bytes / tt[0] / 1e9, 100.0 * bytes / tt[0] / copy_bw);
-    }
+  if (!only) {  // a one-type run stops at its table
+    std::printf("more rows of x (the tuned rows per block):\n");
+    for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q4_K})
+      for (size_t m : {2, 4, 8}) {
+        std::vector<double> tt;
+        const size_t bytes = run(t, {m, 4096, 11008}, {{0, 0}}, tt);
+        std::printf("%-6s %zux4096x11008 %9.2f us %9.0f GB/s %7.1f%%\n", ggml_type_name(t), m, tt[0] * 1e6,
+                    bytes / tt[0] / 1e9, 100.0 * bytes / tt[0] / copy_bw);
+      }
+  }
   CHECK(gpuStreamSynchronize(s));
   return 0;
 }
