@@ -115,10 +115,14 @@ inline constexpr int kFlashMinBlocks = 2;
 // 263 / 301 in the same run): 2 groups 302 / 298 (taken), 2 pipelined 262 / 254, 3 groups 300 /
 // 227, 3 pipelined 280 / 208 (bench/results/flash_attention_wgmma_stop34_h200_2026-11-28.md). With stop 35's
 // fewer instructions a tile: 2 groups 318-321 / 312-314, 3 groups 312 / 233; 128-key tiles and a group-ordered
-// S issue were within the spread (flash_wgmma_variants_qmv_group_stop35_h200_2026-11-28.md).
+// S issue were within the spread (flash_wgmma_variants_qmv_group_stop35_h200_2026-11-28.md). Until stop 45
+// ptxas serialized every wgmma of the pipelined variants (C7515) and hoisted its P V wait above the softmax;
+// with the masked tiles out of the overlapped loop and that wait after the barrier (four stages), and the
+// longest blocks first over all heads: 2 groups 377 / 338-342, 2 pipelined 402-430 / 356-358 (taken), 3
+// pipelined 409-445 / 277-278 (flash_wgmma_pipelined_stop45_h200_2026-12-04.md).
 inline constexpr int kFlashWgmmaGroups = 2;
 inline constexpr int kFlashWgmmaKeys = 64;
-inline constexpr bool kFlashWgmmaPipe = false;
+inline constexpr bool kFlashWgmmaPipe = true;
 
 // Tiled transpose (a copy, cast or binary op whose input is a transposed view): square tiles
 // staged in shared memory so both the read and the write coalesce. A tile row is

@@ -6,10 +6,10 @@
 // 128-byte-swizzled tiles (wgmma.cuh), Q once. Per tile each group: S from Q and K (8 k-steps over
 // d), the scores masked and exponentiated in registers (f32, exp2), P rounded to the input dtype as
 // register A fragments (the C layout of two 8-key tiles is the A layout of one 16-key step), O += P V
-// with V read N-major (its rows as they are in memory). Pipelined (kPipe): three stages, and a group
+// with V read N-major (its rows as they are in memory). Pipelined (kPipe): four stages, and a group
 // issues S of the next tile before P V of this one and waits only for S, so the tensor cores run
 // P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap;
-// slower on an H200 than the plain order, tuning.hpp has the numbers).
+// the default since stop 45, tuning.hpp has the numbers).
 // This file is compiled for sm_90a alone (cmake/gpu.cmake): attention_flash.cu takes it only on
 // compute capability 9.0 devices, for a positive scale (the softmax folds it into each exponent's FMA).
 #include <algorithm>
@@ -32,7 +32,7 @@ static_assert(kBN == 64, "S is one m64n64 accumulator per group");
 // Shared memory (bytes from a 1024-aligned base): kStages K then V tiles, then Q. A tile of R rows is
 // two halves (dims 0-63, 64-127) of R rows x 128 bytes.
 template <int G, bool kPipe> struct WgSmem {
-  static constexpr int kThreads = G * 128, kBM = G * 64, kStages = kPipe ? 3 : 2;
+  static constexpr int kThreads = G * 128, kBM = G * 64, kStages = kPipe ? 4 : 2;
   static constexpr unsigned kHalfKV = kBN * 128, kTileKV = 2 * kHalfKV;
   static constexpr unsigned kHalfQ = kBM * 128, kQ = kStages * 2 * kTileKV;
   static constexpr size_t kSmemBytes = size_t(kQ) + 2 * kHalfQ + 1024;  // + alignment slack
@@ -89,10 +89,11 @@ template <int R, int N, class T> struct SwizzledTileCopy {
 template <class T> struct Softmax {
   static constexpr float kLazyMax = 8.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  template <bool kMask = true>
   __device__ __forceinline__ void tile(float (&s)[32], uint32_t (&pa)[kBN / 16][4], float (&corr)[2],
                                        const FlashParams<T>& p, int64_t kv0, int64_t qg0, int64_t row_w, int c) {
     const float ninf = -INFINITY, sc = p.scale_log2;
-    if (kv0 + kBN > p.t_kv || (p.causal && kv0 + kBN - 1 > qg0 + p.shift)) {
+    if (kMask && (kv0 + kBN > p.t_kv || (p.causal && kv0 + kBN - 1 > qg0 + p.shift))) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         int64_t lim = p.t_kv - kv0;
@@ -169,9 +170,13 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
   const int lane = int(threadIdx.x) % 32;
   const int g = lane / 4, c = lane % 4;
 
-  const int qt = p.causal ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+  // Blocks of one row tile of every head are neighbours in the grid, and a causal grid starts from the
+  // last row tile (the most keys): the longest blocks go first over all heads, so the last wave holds
+  // the shortest (one head after another, each from its longest, left a tail ~10% of the kernel).
+  const int q_tiles = int(gridDim.x / p.h_q), rank = int(blockIdx.x / p.h_q);
+  const int qt = p.causal ? q_tiles - 1 - rank : rank;
   const int64_t q0 = int64_t(qt) * kBM, qg0 = q0 + grp * 64;  // the block's and the group's first row
-  const int hq = int(blockIdx.y), bi = int(blockIdx.z), hk = hq / p.group;
+  const int hq = int(blockIdx.x % p.h_q), bi = int(blockIdx.z), hk = hq / p.group;
   const T* qg = p.q + bi * p.q_sb + hq * p.q_sh;
   const T* kg = p.k + bi * p.k_sb + hk * p.k_sh;
   const T* vg = p.v + bi * p.v_sb + hk * p.v_sh;
@@ -243,28 +248,78 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
       for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
     }
   } else {
-    // Tile t sits in stage t % 3. Iteration t: the softmax of S_t (P V of t - 1 still running), then
-    // wait for it, rescale O, make tile t + 1 visible (the barrier also says every group is done with
-    // stage (t - 1) % 3, which then takes tile t + 2), issue S_{t+1} and P V_t, and wait for S only.
+    // Tile t sits in stage t % 4. Iteration t: the softmax of S_t (P V of t - 1 still running), make
+    // tile t + 1 visible and load t + 2, wait for P V of t - 1, rescale O, issue S_{t+1} and P V_t, and
+    // wait for S only.
+    // Tiles 0 .. u - 1 every group sees whole (inside t_kv and below the diagonal of the block's
+    // first row): their loop has no masking code, which lets ptxas keep S_{t+1} and P V_t in flight
+    // together (with it in the loop, ptxas serialized every wgmma of the kernel: C7515). The rest (the
+    // diagonal, a partial last tile) follow, each drained before its masked softmax. u is the same for
+    // the block's groups (they meet at its barriers); a group with no rows (past t_q) runs the u tiles
+    // too (on Q's zero rows; nothing of it is stored): gt is the tiles it runs.
+    int u = int(std::min<int64_t>(p.t_kv / kBN, n_tiles));
+    if (p.causal) {
+      const int64_t lim = q0 + p.shift + 1;
+      u = lim <= 0 ? 0 : int(std::min<int64_t>(u, lim / kBN));
+    }
+    const int gt = std::max(g_tiles, u);
     if (n_tiles > 1) load_kv(1);
     if (n_tiles > 1) cp_async_wait<1>();
     else cp_async_wait<0>();
     wgmma::fence_proxy_async();
     __syncthreads();
-    if (g_tiles > 0) {
+    if (gt > 0) {
       wgmma::fence();
       issue_s(s, 0);
       wgmma::wait<0>();
 #pragma unroll
       for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
     }
-    for (int t = 0; t < n_tiles; ++t) {
-      const bool mine = t < g_tiles;
-      if (mine) sm.tile(s, pa, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+    // P V of tile t - 1 reads its P fragments from registers while the softmax of tile t writes the
+    // next ones: two sets, alternating (the loop unrolled by two), so no in-flight operand is written.
+    // The wait for P V of t - 1 comes after the block barrier: ptxas hoists a wgmma wait above
+    // register arithmetic (the softmax then ran after it, alone), not above a barrier. So the barrier
+    // no longer says every group is done with tile t - 1, only with t - 2: four stages, and tile t + 2
+    // goes to stage (t + 2) % 4 = (t - 2) % 4.
+    auto whole = [&](int t, uint32_t(&pf)[kBN / 16][4]) {
+      sm.template tile<false>(s, pf, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+      if (t + 1 < n_tiles) {
+        cp_async_wait<0>();
+        wgmma::fence_proxy_async();
+        __syncthreads();
+        if (t + 2 < n_tiles) load_kv(t + 2);
+      }
       wgmma::wait<0>();
 #pragma unroll
       for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
-      if (mine) rescale(o, corr);
+      rescale(o, corr);
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+      wgmma::fence();
+      if (t + 1 < gt) issue_s(s, t + 1);
+      issue_pv(o, pf, t);
+      wgmma::wait<1>();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
+    };
+    uint32_t pb[kBN / 16][4];
+    int t = 0;
+    for (; t + 1 < u; t += 2) {
+      whole(t, pa);
+      whole(t + 1, pb);
+    }
+    if (t < u) whole(t++, pa);
+    for (; t < n_tiles; ++t) {
+      const bool mine = t < g_tiles;
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
+      if (mine) {
+        sm.tile(s, pa, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+        rescale(o, corr);
+      }
       if (t + 1 < n_tiles) {
         cp_async_wait<0>();
         wgmma::fence_proxy_async();
@@ -316,7 +371,7 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
   check(gpuFuncSetAttribute(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>),
                             gpuFuncAttributeMaxDynamicSharedMemorySize, int(L::kSmemBytes)),
         "FuncSetAttribute(attention wgmma)");
-  const dim3 grid(unsigned((a.t_q + L::kBM - 1) / L::kBM), unsigned(a.h_q), unsigned(a.b));
+  const dim3 grid(unsigned((a.t_q + L::kBM - 1) / L::kBM * a.h_q), 1, unsigned(a.b));
   launch_kernel(flash_wgmma_kernel<T, G, kPipe>, grid, L::kThreads, L::kSmemBytes, ctx.stream, p);
   check_launch("attention(flash wgmma)");
 }
@@ -360,7 +415,7 @@ void launch_variant(DeviceContext& ctx, const FlashOperand& q, const FlashOperan
 bool flash_wgmma_supported(DeviceContext& ctx, const AttentionDims& a) {
   const size_t smem = std::max(WgSmem<3, true>::kSmemBytes, WgSmem<3, false>::kSmemBytes);
   return variant().on && a.scale > 0 && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
-         (a.t_q + 63) / 64 <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
+         (a.t_q + 63) / 64 * a.h_q <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
 }
 
 void flash_wgmma(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,
