@@ -281,26 +281,34 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
     // register arithmetic (the softmax then ran after it, alone), not above a barrier. So the barrier
     // no longer says every group is done with tile t - 1, only with t - 2: four stages, and tile t + 2
     // goes to stage (t + 2) % 4 = (t - 2) % 4.
-    auto whole = [&](int t, uint32_t(&pf)[kBN / 16][4]) {
-      sm.template tile<false>(s, pf, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+    // Tile t + 1 made visible (every thread's copies waited for, then the barrier) and t + 2 loaded.
+    auto next_tiles = [&](int t) {
       if (t + 1 < n_tiles) {
         cp_async_wait<0>();
         wgmma::fence_proxy_async();
         __syncthreads();
         if (t + 2 < n_tiles) load_kv(t + 2);
       }
-      wgmma::wait<0>();
-#pragma unroll
-      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
-      rescale(o, corr);
+    };
+    // O rescaled: S_{t+1} (below `last`) and P V_t issued, and the wait for S only.
+    auto issue = [&](int t, int last, const uint32_t(&pf)[kBN / 16][4]) {
 #pragma unroll
       for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
       wgmma::fence();
-      if (t + 1 < gt) issue_s(s, t + 1);
+      if (t + 1 < last) issue_s(s, t + 1);
       issue_pv(o, pf, t);
       wgmma::wait<1>();
 #pragma unroll
       for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
+    };
+    auto whole = [&](int t, uint32_t(&pf)[kBN / 16][4]) {
+      sm.template tile<false>(s, pf, corr, p, int64_t(t) * kBN, qg0, row_w, c);
+      next_tiles(t);
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
+      rescale(o, corr);
+      issue(t, gt, pf);
     };
     uint32_t pb[kBN / 16][4];
     int t = 0;
@@ -320,22 +328,8 @@ __global__ void __launch_bounds__(G * 128, 1) flash_wgmma_kernel(FlashParams<T> 
         sm.tile(s, pa, corr, p, int64_t(t) * kBN, qg0, row_w, c);
         rescale(o, corr);
       }
-      if (t + 1 < n_tiles) {
-        cp_async_wait<0>();
-        wgmma::fence_proxy_async();
-        __syncthreads();
-        if (t + 2 < n_tiles) load_kv(t + 2);
-      }
-      if (mine) {
-#pragma unroll
-        for (int i = 0; i < 64; ++i) wgmma::fence_reg(o[i]);
-        wgmma::fence();
-        if (t + 1 < g_tiles) issue_s(s, t + 1);
-        issue_pv(o, pa, t);
-        wgmma::wait<1>();
-#pragma unroll
-        for (int i = 0; i < 32; ++i) wgmma::fence_reg(s[i]);
-      }
+      next_tiles(t);
+      if (mine) issue(t, g_tiles, pa);
     }
     wgmma::wait<0>();
 #pragma unroll
