@@ -1,7 +1,9 @@
 // CPU quantized matrix-vector speed against the machine's read bandwidth (issue 8, item 5: Q4_0
 // and Q8_0 matrix-vector at >= 80% of the measured memory bandwidth for a 4096x11008 weight).
 //
-//   bench_cpu_qmatvec [--reps N] [--quick]
+//   bench_cpu_qmatvec [--reps N] [--quick] [--shape NxK ...] [--type T ...]
+//   (--shape: W's (rows, k) for part 2 instead of 11008x4096, repeatable, e.g. a 1.1B decode step's
+//   2560x2048 2048x2048 11264x2048 2048x5632 32000x2048; --type: only these types in part 2)
 //
 // 1. Read bandwidth: a sum over a 1 GiB buffer on all the pool's threads, whole and in 32 MiB
 //    windows (see Reader), best of N; windows are also read between the timed runs of (2), and
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/qdot.hpp"
@@ -168,18 +171,39 @@ Timing time_matmul(const std::vector<QTensor>& ws, const Tensor& x, int reps, Re
 int main(int argc, char** argv) {
   int reps = 20;
   bool quick = false;
+  std::vector<std::pair<size_t, size_t>> shapes;  // (n, k)
+  std::vector<GGMLType> only;
+  const char* usage = "usage: bench_cpu_qmatvec [--reps N] [--quick] [--shape NxK ...] [--type T ...]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--reps" && i + 1 < argc)
+    if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--quick")
+    } else if (a == "--quick") {
       quick = true;
-    else {
-      std::fprintf(stderr, "usage: bench_cpu_qmatvec [--reps N] [--quick]\n");
+    } else if (a == "--shape" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      const size_t x = v.find('x');
+      const long rn = x == std::string::npos ? 0 : std::atol(v.c_str());
+      const long rk = x == std::string::npos ? 0 : std::atol(v.c_str() + x + 1);
+      if (rn <= 0 || rk <= 0 || rk % 256 != 0) {
+        std::fprintf(stderr, "bench_cpu_qmatvec: --shape wants NxK with K a multiple of 256, got %s\n%s", v.c_str(),
+                     usage);
+        return 2;
+      }
+      shapes.emplace_back(size_t(rn), size_t(rk));
+    } else if (a == "--type" && i + 1 < argc) {
+      const auto t = ggml_type_from_name(argv[++i]);
+      if (!t) {
+        std::fprintf(stderr, "bench_cpu_qmatvec: unknown type %s\n%s", argv[i], usage);
+        return 2;
+      }
+      only.push_back(*t);
+    } else {
+      std::fprintf(stderr, "%s", usage);
       return 2;
     }
   }
-  const size_t k = 4096, n = 11008;
+  if (shapes.empty()) shapes.emplace_back(11008, 4096);
   std::printf("threads %zu, kernel levels up to %s, load average %.2f\n", cpu::pool_threads(),
               cpu::qdot::isa_name(cpu::qdot::best_isa()), loadavg());
   const size_t big = quick ? (size_t(256) << 20) : (size_t(1) << 30);
@@ -189,24 +213,29 @@ int main(int argc, char** argv) {
   for (int r = 0; r < 4 * reps; ++r) bw_win = std::max(bw_win, rd.next());
   std::printf("read bandwidth, sum over %zu MiB (best): %.2f GB/s whole, %.2f in 32 MiB windows\n\n", big >> 20,
               bw_whole, bw_win);
-  std::printf("matrix-vector y = x @ W^T, x 1x%zu f32, W %zux%zu, weights cycled through %zu MiB (%d runs)\n", k, n, k,
-              big >> 20, reps);
-  std::printf("(bw: the best 32 MiB window read between the runs; %% = GB/s / bw)\n");
-  std::printf("%-7s %-7s %7s %8s %8s %8s %8s %7s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "bw", "%");
-  const Tensor x1 = Tensor::randn({1, k}, DType::F32, Device::cpu(), 7);
-  for (GGMLType t : {GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::IQ4_NL, GGMLType::MXFP4,
-                     GGMLType::Q5_K, GGMLType::IQ4_XS, GGMLType::Q3_K}) {
-    const size_t one = ggml_type_size(t) * n * k / ggml_block_size(t);
-    const std::vector<QTensor> ws = make_weights(t, n, k, std::max<size_t>(2, big / one));
-    for (int l = int(cpu::qdot::best_isa()); l >= 0; --l) {
-      cpu::qdot::set_isa(cpu::qdot::Isa(l));
-      const Timing tm = time_matmul(ws, x1, l == 0 ? std::max(3, reps / 5) : reps, &rd);
-      const double gbps = double(one) / tm.best / 1e9;
-      std::printf("%-7s %-7s %7.1f %8.3f %8.3f %8.2f %8.2f %6.1f%%\n", ggml_type_name(t),
-                  cpu::qdot::isa_name(cpu::qdot::Isa(l)), double(one) / 1e6, tm.best * 1e3, tm.median * 1e3, gbps,
-                  tm.bw, 100 * gbps / tm.bw);
-      if (quick) break;
+  std::vector<GGMLType> types = {GGMLType::Q4_0, GGMLType::Q8_0,   GGMLType::Q4_K, GGMLType::Q6_K,  GGMLType::IQ4_NL,
+                                 GGMLType::MXFP4, GGMLType::Q5_K, GGMLType::IQ4_XS, GGMLType::Q3_K};
+  if (!only.empty()) types = only;
+  for (const auto& [n, k] : shapes) {
+    std::printf("matrix-vector y = x @ W^T, x 1x%zu f32, W %zux%zu, weights cycled through %zu MiB (%d runs)\n", k, n,
+                k, big >> 20, reps);
+    std::printf("(bw: the best 32 MiB window read between the runs; %% = GB/s / bw)\n");
+    std::printf("%-7s %-7s %7s %8s %8s %8s %8s %7s\n", "type", "level", "MB", "best ms", "med ms", "GB/s", "bw", "%");
+    const Tensor x1 = Tensor::randn({1, k}, DType::F32, Device::cpu(), 7);
+    for (GGMLType t : types) {
+      const size_t one = ggml_type_size(t) * n * k / ggml_block_size(t);
+      const std::vector<QTensor> ws = make_weights(t, n, k, std::max<size_t>(2, big / one));
+      for (int l = int(cpu::qdot::best_isa()); l >= 0; --l) {
+        cpu::qdot::set_isa(cpu::qdot::Isa(l));
+        const Timing tm = time_matmul(ws, x1, l == 0 ? std::max(3, reps / 5) : reps, &rd);
+        const double gbps = double(one) / tm.best / 1e9;
+        std::printf("%-7s %-7s %7.1f %8.3f %8.3f %8.2f %8.2f %6.1f%%\n", ggml_type_name(t),
+                    cpu::qdot::isa_name(cpu::qdot::Isa(l)), double(one) / 1e6, tm.best * 1e3, tm.median * 1e3, gbps,
+                    tm.bw, 100 * gbps / tm.bw);
+        if (quick) break;
+      }
     }
+    std::printf("\n");
   }
   cpu::qdot::set_isa(cpu::qdot::best_isa());
 
