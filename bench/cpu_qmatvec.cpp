@@ -172,6 +172,9 @@ int main(int argc, char** argv) {
   int reps = 20;
   bool quick = false;
   std::vector<std::pair<size_t, size_t>> shapes;  // (n, k)
+  // Part 2's types; --type picks among them (the ones with row kernels this bench was written for).
+  std::vector<GGMLType> types = {GGMLType::Q4_0, GGMLType::Q8_0,   GGMLType::Q4_K, GGMLType::Q6_K,  GGMLType::IQ4_NL,
+                                 GGMLType::MXFP4, GGMLType::Q5_K, GGMLType::IQ4_XS, GGMLType::Q3_K};
   std::vector<GGMLType> only;
   const char* usage = "usage: bench_cpu_qmatvec [--reps N] [--quick] [--shape NxK ...] [--type T ...]\n";
   for (int i = 1; i < argc; ++i) {
@@ -193,8 +196,10 @@ int main(int argc, char** argv) {
       shapes.emplace_back(size_t(rn), size_t(rk));
     } else if (a == "--type" && i + 1 < argc) {
       const auto t = ggml_type_from_name(argv[++i]);
-      if (!t) {
-        std::fprintf(stderr, "bench_cpu_qmatvec: unknown type %s\n%s", argv[i], usage);
+      if (!t || std::find(types.begin(), types.end(), *t) == types.end()) {
+        std::fprintf(stderr,
+                     "bench_cpu_qmatvec: --type takes Q4_0 Q8_0 Q4_K Q6_K IQ4_NL MXFP4 Q5_K IQ4_XS Q3_K, got %s\n%s",
+                     argv[i], usage);
         return 2;
       }
       only.push_back(*t);
@@ -213,8 +218,6 @@ int main(int argc, char** argv) {
   for (int r = 0; r < 4 * reps; ++r) bw_win = std::max(bw_win, rd.next());
   std::printf("read bandwidth, sum over %zu MiB (best): %.2f GB/s whole, %.2f in 32 MiB windows\n\n", big >> 20,
               bw_whole, bw_win);
-  std::vector<GGMLType> types = {GGMLType::Q4_0, GGMLType::Q8_0,   GGMLType::Q4_K, GGMLType::Q6_K,  GGMLType::IQ4_NL,
-                                 GGMLType::MXFP4, GGMLType::Q5_K, GGMLType::IQ4_XS, GGMLType::Q3_K};
   if (!only.empty()) types = only;
   for (const auto& [n, k] : shapes) {
     std::printf("matrix-vector y = x @ W^T, x 1x%zu f32, W %zux%zu, weights cycled through %zu MiB (%d runs)\n", k, n,
