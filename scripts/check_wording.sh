@@ -5,7 +5,8 @@
 # hit as file:line: phrase. Exit 0 when there is none, 1 otherwise.
 #
 # Skipped: binary files (git's own test: the GGUF vocab fixtures carry tokens such as "stop 4") and
-# the JSON data under tests/fixtures (reference outputs of other tools). Nothing else is exempt.
+# the JSON data under tests/fixtures (reference outputs of other tools), and this file, which holds
+# the patterns. Nothing else is exempt.
 #
 # Usage: scripts/check_wording.sh [ROOT]   (ROOT defaults to the repository of this script)
 set -euo pipefail
@@ -30,7 +31,7 @@ patterns=(
 regex=$(IFS='|'; echo "${patterns[*]}")
 
 status=0
-exclude=(':(exclude)tests/fixtures/**/*.json' ':(exclude)tests/fixtures/*.json')
+exclude=(':(exclude)tests/fixtures/**/*.json' ':(exclude)tests/fixtures/*.json' ':(exclude)scripts/check_wording.sh')
 if git grep -I -n -o -i -E -e "$regex" -- . "${exclude[@]}"; then
   status=1
 fi
