@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# wick consumed as a package, the way another project would (issue 7, section 4):
+# wick consumed as a package, the way another project would:
 #   1. static (the default): configure, build, `cmake --install` into a prefix; build examples/api_tour
 #      and examples/safetensors_ops against it with find_package(wick) and run them (each checks its
 #      own results and exits non-zero when one is wrong); the installed `wick` tool runs;
