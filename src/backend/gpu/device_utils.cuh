@@ -96,6 +96,15 @@ bool pdl_allowed(const void* kernel);
 // they take a launch. False on HIP builds.
 bool has_sm80_body(const void* kernel);
 
+// The shared memory a block gets without asking (CUDA; HIP's launches take up to the workgroup's LDS).
+constexpr size_t kUnaskedSmem = 48 * 1024;
+// `kernel`'s static shared memory (its __shared__ arrays, the cdna emulation's wave exchange among
+// them), kept per kernel: a block's dynamic bytes come on top of it.
+size_t static_smem(const void* kernel);
+// Asks for `dynamic` bytes of dynamic shared memory for `kernel` where, with its static arrays, the
+// block passes the 48 KiB a launch gets unasked (the current device's attribute).
+void allow_dynamic_smem(const void* kernel, size_t dynamic, const char* what);
+
 // Blocks of `kernel` (launched with `block` threads and `smem` bytes of dynamic shared memory) that one
 // SM of device `ordinal` holds at once: the runtime's occupancy answer, kept per (device, kernel,
 // block, smem) since it never changes; 1 if the runtime cannot say. For grids of one resident wave.

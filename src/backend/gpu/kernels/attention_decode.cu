@@ -874,8 +874,7 @@ void allow_smem(int ordinal, const void* kern, size_t bytes) {
   static std::set<std::pair<int, const void*>> done;
   const std::lock_guard<std::mutex> lock(mu);
   if (bytes == 0 || done.count({ordinal, kern})) return;
-  check(gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "FuncSetAttribute(attention decode)");
+  allow_dynamic_smem(kern, bytes, "attention (decode)");
   done.insert({ordinal, kern});
 }
 
@@ -897,7 +896,8 @@ bool mma_ready(int ordinal, const void* kern, size_t smem) {
     if (it != known.end()) return it->second;
   }
   const gpuDeviceProp_t& prop = context(ordinal).prop;
-  const bool ok = prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem && has_sm80_body(kern);
+  const bool ok =
+      prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem + static_smem(kern) && has_sm80_body(kern);
   if (ok) allow_smem(ordinal, kern, smem);
   const std::lock_guard<std::mutex> lock(mu);
   known[{ordinal, kern}] = ok;

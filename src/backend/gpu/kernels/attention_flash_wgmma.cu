@@ -362,9 +362,8 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
             const AttentionDims& a) {
   using L = WgSmem<G, kPipe>;
   const FlashParams<T> p = flash_params<T>(q, k, v, out, a);
-  check(gpuFuncSetAttribute(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>),
-                            gpuFuncAttributeMaxDynamicSharedMemorySize, int(L::kSmemBytes)),
-        "FuncSetAttribute(attention wgmma)");
+  allow_dynamic_smem(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>), L::kSmemBytes,
+                     "attention (flash wgmma)");
   const dim3 grid(unsigned((a.t_q + L::kBM - 1) / L::kBM * a.h_q), 1, unsigned(a.b));
   launch_kernel(flash_wgmma_kernel<T, G, kPipe>, grid, L::kThreads, L::kSmemBytes, ctx.stream, p);
   check_launch("attention(flash wgmma)");
@@ -404,12 +403,26 @@ void launch_variant(DeviceContext& ctx, const FlashOperand& q, const FlashOperan
   }
 }
 
+// A block's shared memory, static and dynamic, for T and G groups.
+template <class T, int G, bool kPipe>
+size_t block_smem() {
+  return WgSmem<G, kPipe>::kSmemBytes + static_smem(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>));
+}
+template <class T>
+size_t block_smem(const Variant& w) {
+  if (w.groups == 2) return w.pipe ? block_smem<T, 2, true>() : block_smem<T, 2, false>();
+  return w.pipe ? block_smem<T, 3, true>() : block_smem<T, 3, false>();
+}
+
 }  // namespace
 
 bool flash_wgmma_supported(DeviceContext& ctx, const AttentionDims& a) {
-  const size_t smem = std::max(WgSmem<3, true>::kSmemBytes, WgSmem<3, false>::kSmemBytes);
-  return variant().on && a.scale > 0 && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
-         (a.t_q + 63) / 64 * a.h_q <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
+  const Variant w = variant();
+  if (!w.on || a.scale <= 0 || ctx.prop.major != 9 || ctx.prop.minor != 0 || a.d != size_t(kD) || a.d_v != size_t(kD) ||
+      (a.t_q + 63) / 64 * a.h_q > size_t(INT_MAX))
+    return false;
+  const size_t smem = std::max(block_smem<f16>(w), block_smem<bf16>(w));
+  return size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
 }
 
 void flash_wgmma(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,

@@ -306,10 +306,7 @@ void launch_staged(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const ui
                    const gpuDeviceProp_t& prop, int dev, N norm = {}) {
   const int threads = std::is_same_v<N, NoNorm> ? tune::kQmvStagedBlock : staged_norm_block(), xblocks = int(k / 32);
   const size_t smem = staged_smem(xblocks, threads);
-  if (smem > 48 * 1024)
-    check(gpuFuncSetAttribute(reinterpret_cast<const void*>(qmv_staged_kernel<T, N>),
-                              gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-          "qmatvec (staged): shared memory size");
+  allow_dynamic_smem(reinterpret_cast<const void*>(qmv_staged_kernel<T, N>), smem, "qmatvec (staged)");
   const int64_t warps = std::max(1, threads / std::max(1, prop.warpSize));
   const int64_t need = (int64_t(n) + warps - 1) / warps;
   const int64_t wave = int64_t(std::max(1, prop.multiProcessorCount)) *
@@ -327,23 +324,56 @@ size_t staged_norm_chunks(size_t k, DType x_dtype) {
   return (k / v + threads - 1) / threads;
 }
 
-// The norm prologue's launch for x of dtype X, T's weights: C chunks a thread, the fewest that hold
-// the row.
+// Calls f(std::integral_constant<int, C>) with C the fewest chunks a thread (1, 2, 4 or 8) that hold
+// a row of k elements of x_dtype: the norm prologue's instantiation.
+template <class F>
+void by_norm_chunks(size_t k, DType x_dtype, F&& f) {
+  const size_t per_thread = staged_norm_chunks(k, x_dtype);
+  static_assert(tune::kQmvStagedNormChunks == 8, "the instantiations below cover 1 to 8 chunks a thread");
+  if (per_thread <= 1) return f(std::integral_constant<int, 1>{});
+  if (per_thread <= 2) return f(std::integral_constant<int, 2>{});
+  if (per_thread <= 4) return f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, 8>{});
+}
+
+// The norm prologue's launch for x of dtype X, T's weights.
 template <GGMLType T, class X>
 void launch_staged_norm(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const NormedRow& r, void* y, int y_dt,
                         const gpuDeviceProp_t& prop, int dev) {
-  const size_t per_thread = staged_norm_chunks(k, dtype_of<X>::value);
-  auto go = [&](auto c) {
+  by_norm_chunks(k, dtype_of<X>::value, [&](auto c) {
     constexpr int C = decltype(c)::value;
     const StagedNorm<X, C> a{static_cast<const X*>(r.x), static_cast<const X*>(r.res), static_cast<const X*>(r.w),
                              static_cast<X*>(r.sum), 1.0f / float(k), r.eps};
     launch_staged<T>(s, w, n, k, nullptr, y, y_dt, prop, dev, a);
-  };
-  static_assert(tune::kQmvStagedNormChunks == 8, "the instantiations below cover 1 to 8 chunks a thread");
-  if (per_thread <= 1) return go(std::integral_constant<int, 1>{});
-  if (per_thread <= 2) return go(std::integral_constant<int, 2>{});
-  if (per_thread <= 4) return go(std::integral_constant<int, 4>{});
-  go(std::integral_constant<int, 8>{});
+  });
+}
+
+// Calls f(X{}) for the activation dtype code y_dt (0 f32, 1 f16, 2 bf16: y_code).
+template <class F>
+void by_x_code(int y_dt, F&& f) {
+  if (y_dt == 0)
+    f(float{});
+  else if (y_dt == 1)
+    f(f16{});
+  else
+    f(bf16{});
+}
+
+// Static shared memory of the norm prologue's kernel for (t, x_dtype, k): its dynamic bytes come on
+// top (the cdna emulation's wave exchange is 3.75 KiB of it).
+size_t staged_norm_static_smem(GGMLType t, size_t k, DType x_dtype) {
+  size_t bytes = 0;
+  by_x_code(y_code(x_dtype), [&](auto xtag) {
+    using X = decltype(xtag);
+    by_norm_chunks(k, x_dtype, [&](auto c) {
+      constexpr int C = decltype(c)::value;
+      const void* kern = t == GGMLType::Q4_0
+                             ? reinterpret_cast<const void*>(qmv_staged_kernel<GGMLType::Q4_0, StagedNorm<X, C>>)
+                             : reinterpret_cast<const void*>(qmv_staged_kernel<GGMLType::Q8_0, StagedNorm<X, C>>);
+      bytes = static_smem(kern);
+    });
+  });
+  return bytes;
 }
 
 template <int M, int R>
@@ -510,7 +540,8 @@ bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x
   (void)gpuGetDevice(&dev);
   const gpuDeviceProp_t& prop = context(dev).prop;
   return staged_row_fits(t, k, prop.warpSize) &&
-         staged_smem(int(k / 32), staged_norm_block()) <= block_smem_limit(prop);
+         staged_smem(int(k / 32), staged_norm_block()) + staged_norm_static_smem(t, k, x_dtype) <=
+             block_smem_limit(prop);
 }
 
 void qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
@@ -522,19 +553,13 @@ void qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k
   const gpuDeviceProp_t& prop = context(dev).prop;
   const int y_dt = y_code(x_dtype);
   const auto* wb = static_cast<const uint8_t*>(w);
-  auto by_x = [&](auto xtag) {
+  by_x_code(y_dt, [&](auto xtag) {
     using X = decltype(xtag);
     if (t == GGMLType::Q4_0)
       launch_staged_norm<GGMLType::Q4_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
     else
       launch_staged_norm<GGMLType::Q8_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
-  };
-  if (y_dt == 0)
-    by_x(float{});
-  else if (y_dt == 1)
-    by_x(f16{});
-  else
-    by_x(bf16{});
+  });
 }
 
 StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const {
