@@ -67,8 +67,6 @@ bool pdl_allowed(const void* kernel) {
   (void)kernel;  // AMD has no such launch; its emulation launches as AMD would
   return false;
 #else
-  static const bool enabled = tune::knob("WICK_PDL") != "0";
-  if (!enabled) return false;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();

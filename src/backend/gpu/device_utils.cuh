@@ -88,7 +88,8 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 #endif
 
 // Whether `kernel` may be launched with PDL on the current device: its code was built for sm_90 or
-// later (so kernel_entry() waits) and WICK_PDL is not 0 (WICK_PDL=0 turns it off, to compare).
+// later (so kernel_entry() waits). H100, `wick bench-llm FILE -p 0 -n 128` with the attribute off
+// and on: tg128 1.1B Q4_0 764 -> 834 t/s, 7B Q4_0 344 -> 361.
 bool pdl_allowed(const void* kernel);
 
 // Whether the binary the runtime picked for the current device holds `kernel`'s sm_80+ code (a build

@@ -5,17 +5,8 @@
 // (no AMD GPU is reachable): they follow AMD's published guidance (64-lane wavefronts on CDNA, 32 on RDNA,
 // 64 KiB of LDS per workgroup, 256-thread workgroups as the default) and keep every block a
 // multiple of 64 threads so both wave widths fill whole wavefronts.
-#include <cstdlib>
-#include <string>
 
 namespace wick::gpu::tune {
-
-// An A/B knob (docs/gpu.md lists them): the environment variable's value, "" when unset. Callers
-// read it once, into a function-local static, so a knob costs nothing per launch.
-inline std::string knob(const char* name) {
-  const char* e = std::getenv(name);
-  return e ? e : "";
-}
 
 // The AMD values also serve the AMD emulation on NVIDIA (-DWICK_GPU_EMULATE, docs/gpu.md).
 #if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
@@ -84,8 +75,8 @@ inline constexpr int kAttnDecodeWideMergeRuns = 16;
 inline constexpr int kAttnDecodeStreamMinRun = 32;
 // A cache view of at most this many keys (a recorded step's short view, llm/llama.cpp's kShortView:
 // llama-bench's tg128) takes the streaming kernel as one run per row group: its block walks every key
-// and writes the output, and no merge kernel is launched. 0: never. WICK_DECODE_ONE_RUN=<keys> sets
-// it (0 for the runs above). H200 A/B, tg128 t/s: 7B Q4_0 497.6 / 494.5 -> 503.8 / 505.7, 7B F16
+// and writes the output, and no merge kernel is launched. 0: never. Options::decode_one_run_keys
+// (WICK_DECODE_ONE_RUN) sets it for the tests. H200 A/B, tg128 t/s: 7B Q4_0 497.6 / 494.5 -> 503.8 / 505.7, 7B F16
 // 244.9 / 244.9 -> 245.4 / 245.3 (the 1.1B shape takes the tensor-core kernel and does not move).
 inline constexpr int kAttnDecodeOneRunKeys = 256;
 // The tensor-core decode kernel (decode_mma_kernel, NVIDIA sm_80+; 5 to 8 query rows per KV head,
@@ -204,7 +195,7 @@ inline constexpr int kQmvRows = 2;   // 2..8 rows of x
 inline constexpr int kQmvRows1 = 2;  // one row of x (1, 2, 4 or 8)
 inline constexpr int kQmvUnroll = 2;
 // One row of x: choices by type and shape where the sweep (bench/gpu_qmatvec on an H200, stop 25)
-// and the decode A/B (wick bench-llm tg128, same binary, WICK_QMV_CHOICE=off) agreed:
+// and the decode A/B (wick bench-llm tg128, against the kQmvRows1 x kQmvBlock default) agreed:
 // - Q4_K rows of at least kQmvQ4KLongK elements (the 7B shapes): kQmvQ4KLongRows rows of 128
 //   threads (11008 x 4096: 11.6 us vs 13.2 with 2 rows; 7B Q4_K tg128 451 vs 426 t/s); at k = 2048
 //   the 1.1B products with few rows were slower that way (2048 x 2048: 4.87 vs 4.57 us);
@@ -244,7 +235,7 @@ inline constexpr int kQmvStagedMinRows = 8192;
 inline constexpr int kQmvStagedNormChunks = 8;
 // Its threads per block (a multiple of 64; more threads, fewer blocks, each reading the row and the
 // norm's weight once), and the launch bound that covers every choice of WICK_QMV_NORM_BLOCK. H200,
-// 7B Q4_0 / Q8_0 tg128 t/s, norm kernel (WICK_QMV_NORM=0) vs 128 / 256 / 512 threads, two rounds:
+// 7B Q4_0 / Q8_0 tg128 t/s, norm kernel before the product vs 128 / 256 / 512 threads, two rounds:
 // Q4_0 496-506 vs 486 / 526 / 540, Q8_0 360-363 vs 362 / 370-375 / 376-380 (at 128 threads five
 // blocks an SM each read the 24 KB of x, residual and weight from L2; at 512 one block does). AMD
 // unmeasured: 256, whose 42 KB of LDS fit the 64 KB a workgroup has (512 threads need 79 KB).

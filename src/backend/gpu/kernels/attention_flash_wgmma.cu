@@ -15,12 +15,12 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <string>
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/kernels/attention_flash.hpp"
 #include "backend/gpu/kernels/mma.cuh"
 #include "backend/gpu/kernels/wgmma.cuh"
+#include "backend/options.hpp"
 
 namespace wick::gpu {
 namespace {
@@ -369,25 +369,35 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
   check_launch("attention(flash wgmma)");
 }
 
-// The variant: tune::kFlashWgmma{Groups,Pipe}, or WICK_FLASH_WGMMA=<groups><p|s> (2p, 3s, ...) to compare;
-// WICK_FLASH_WGMMA=0: off (the mma.sync kernel).
+// The variant: tune::kFlashWgmma{Groups,Pipe}, or the one Options::flash_wgmma (WICK_FLASH_WGMMA)
+// names, to compare them; off: the mma.sync kernel takes every call.
 struct Variant {
   bool on = true;
   int groups = tune::kFlashWgmmaGroups;
   bool pipe = tune::kFlashWgmmaPipe;
 };
 Variant variant() {
-  static const Variant v = [] {
-    Variant r;
-    const std::string k = tune::knob("WICK_FLASH_WGMMA");
-    r.on = k != "0";
-    if (k.size() == 2 && (k[0] == '2' || k[0] == '3') && (k[1] == 'p' || k[1] == 's')) {
-      r.groups = k[0] - '0';
-      r.pipe = k[1] == 'p';
-    }
-    return r;
-  }();
-  return v;
+  Variant r;
+  switch (backend::options().flash_wgmma) {
+    case backend::FlashWgmma::Auto:
+      break;
+    case backend::FlashWgmma::Off:
+      r.on = false;
+      break;
+    case backend::FlashWgmma::G2Pipe:
+      r.groups = 2, r.pipe = true;
+      break;
+    case backend::FlashWgmma::G2Serial:
+      r.groups = 2, r.pipe = false;
+      break;
+    case backend::FlashWgmma::G3Pipe:
+      r.groups = 3, r.pipe = true;
+      break;
+    case backend::FlashWgmma::G3Serial:
+      r.groups = 3, r.pipe = false;
+      break;
+  }
+  return r;
 }
 
 template <class T>

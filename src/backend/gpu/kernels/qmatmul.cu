@@ -5,7 +5,6 @@
 // prefill path of kernels/quant.cu (qmatmul_prefill). qmatmul_rms_norm: the staged kernel with the
 // norm before the product (add_rms_norm's) done by each of its blocks.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -16,6 +15,7 @@
 #include "backend/gpu/kernels/q8_1_store.cuh"
 #include "backend/gpu/kernels/qmatvec.hpp"
 #include "backend/gpu/kernels/quant.hpp"
+#include "backend/options.hpp"
 #include "ops/nn.hpp"
 #include "ops/quant_dot.hpp"
 #include "ops/quant_encode.hpp"
@@ -221,16 +221,13 @@ __device__ __forceinline__ void stage_normed_row(const StagedNorm<X, C>& a, int 
 }
 
 // Threads of a staged block: tune::kQmvStagedBlock, or the norm prologue's (fewer, larger blocks
-// read the row fewer times an SM; WICK_QMV_NORM_BLOCK=128|256|512 for the A/B).
+// read the row fewer times an SM), which Options::qmv_norm_block (WICK_QMV_NORM_BLOCK) may set.
 template <class N> constexpr int staged_bound() {
   return std::is_same_v<N, NoNorm> ? tune::kQmvStagedBlock : tune::kQmvStagedNormMaxBlock;
 }
 int staged_norm_block() {
-  static const int b = [] {
-    const std::string v = tune::knob("WICK_QMV_NORM_BLOCK");
-    return v == "128" ? 128 : v == "256" ? 256 : v == "512" ? 512 : tune::kQmvStagedNormBlock;
-  }();
-  return b;
+  const int b = backend::options().qmv_norm_block;
+  return b ? b : tune::kQmvStagedNormBlock;
 }
 
 template <GGMLType T, class N = NoNorm>
@@ -287,11 +284,11 @@ __global__ void WICK_LAUNCH_BOUNDS(staged_bound<N>())
 }
 
 // Whether the staged kernel may take this product by its shape (the one it was measured to win,
-// tune::kQmvStaged*); WICK_QMV_STAGED=0: never, to compare. The caller then checks that a row fits
-// one warp's portion (staged_row_fits) at the device's wave size.
+// tune::kQmvStaged*); never under Options::qmv_unstaged (WICK_QMV_STAGED=0), which tests the other
+// kernel on these shapes. The caller then checks that a row fits one warp's portion
+// (staged_row_fits) at the device's wave size.
 bool staged_shape(GGMLType t, size_t n, size_t k, size_t m) {
-  static const bool enabled = tune::knob("WICK_QMV_STAGED") != "0";
-  return enabled && m == 1 && (t == GGMLType::Q4_0 || t == GGMLType::Q8_0) && k % 256 == 0 &&
+  return !backend::options().qmv_unstaged && m == 1 && (t == GGMLType::Q4_0 || t == GGMLType::Q8_0) && k % 256 == 0 &&
          k >= size_t(tune::kQmvStagedMinK) && n >= size_t(tune::kQmvStagedMinRows);
 }
 // A row of k within one warp's portion at the host's idea of the wave size (a wider device wave,
@@ -419,10 +416,8 @@ void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k,
 
 // Rows per block and threads for one row of x of type t over n rows of k elements, where the
 // caller asked for the tuned choice (tune::kQmvQ4K*, kQmvShort*, kQmvLongK*; {0, 0}: the tuned
-// defaults). WICK_QMV_CHOICE=off keeps the defaults for every type and shape (the A/B knob).
+// defaults).
 std::pair<int, int> one_row_choice(GGMLType t, size_t n, size_t k) {
-  static const bool off = tune::knob("WICK_QMV_CHOICE") == "off";
-  if (off) return {0, 0};
   const bool q40 = t == GGMLType::Q4_0, q4k = t == GGMLType::Q4_K;
   if (k <= size_t(tune::kQmvShortK) && n >= size_t(tune::kQmvManyRows)) {
     if (q40) return {tune::kQmvShortQ40Rows, tune::kQmvShortQ40Block};
@@ -530,8 +525,7 @@ size_t block_smem_limit(const gpuDeviceProp_t& p) {
 }
 
 bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r) {
-  static const bool enabled = tune::knob("WICK_QMV_NORM") != "0";
-  if (!enabled || n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1) ||
+  if (n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1) ||
       staged_norm_chunks(k, x_dtype) > size_t(tune::kQmvStagedNormChunks))
     return false;
   const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
