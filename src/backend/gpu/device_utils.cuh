@@ -24,7 +24,7 @@ constexpr int kBlock = tune::kBlock;          // default block: a multiple of 64
 
 // Every kernel states the largest block it is launched with (the launcher's constant). Without it
 // AMDGPU assumes 1024-thread blocks and caps a wave64 kernel at 128 VGPRs, so kernels launched
-// with 256 threads spilled to scratch (issue 11; scripts/amd_resource_usage.sh checks it).
+// with 256 threads spilled to scratch (scripts/amd_resource_usage.sh checks it).
 #define WICK_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 
 // Programmatic dependent launch (PDL; CUDA on sm_90 and later): a kernel started by launch_kernel()

@@ -320,7 +320,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 // in a fixed order, and the block writes the run's (m, l, P V) as decode_runs_kernel does, for the
 // same merge. The runs kernel held every score of the run in shared memory between three barrier-
 // separated passes; at 8,192 keys of a 7B model it moved 2.0 TB/s with under one warp ready per
-// scheduler (docs/performance.md). Needs d == dv.
+// scheduler (ncu of bench/gpu_attention_decode). Needs d == dv.
 // With S > 0 stages the loads go through a ring in dynamic shared memory instead of registers
 // (cp.async on NVIDIA sm_80+): each thread keeps the next S - 1 steps' k and v vectors in flight
 // while it computes one, and reads back only the 16-byte slots it filled itself, so no barrier. At
@@ -914,7 +914,7 @@ bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOper
   if (a.d == 0 || a.d_v == 0 || a.d > size_t(kMaxDim) || a.d_v > size_t(kMaxDim)) return false;
   if (a.b > 65535 || a.h_kv > 65535 || a.t_kv / kKeys >= size_t(INT32_MAX / 2)) return false;  // x: runs x row groups
   // Only where it has at least as many blocks as the one-block-per-head paths: measured on an H100
-  // (docs/performance.md), a 4-KV-head model with a short cache (2 runs x 4 heads) decoded 0.68x as
+  // (wick bench-llm tg128), a 4-KV-head model with a short cache (2 runs x 4 heads) decoded 0.68x as
   // fast as with the flash kernel, while at 8192 keys it was 1.27x faster (7B: 1.03x and 1.50x).
   // Speed only: with kv_len this is the path that keeps the lengths on the device, taken anyway.
   if (!a.kv_len && (a.t_kv + kKeys - 1) / kKeys < a.h_q / a.h_kv) return false;

@@ -9,7 +9,7 @@
 // with V read N-major (its rows as they are in memory). Pipelined (kPipe): four stages, and a group
 // issues S of the next tile before P V of this one and waits only for S, so the tensor cores run
 // P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap;
-// the default since stop 45, tuning.hpp has the numbers).
+// the default, tuning.hpp has the numbers).
 // This file is compiled for sm_90a alone (cmake/gpu.cmake): attention_flash.cu takes it only on
 // compute capability 9.0 devices, for a positive scale (the softmax folds it into each exponent's FMA).
 #include <algorithm>
