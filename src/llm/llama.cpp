@@ -10,6 +10,7 @@
 
 #include "llm/model_impl.hpp"
 #include "wick/error.hpp"
+#include "wick/fast.hpp"
 
 namespace wick::llm::detail {
 namespace {
@@ -209,14 +210,18 @@ class LlamaModel : public Model {
       Tensor h, y;
       QTensor hq;  // h in Q8_1 from the norm's own kernel, where the products it feeds take it
       if (norm_in_product(L.qkv, T)) {
-        std::tie(x, y) = L.qkv.q.add_rms_norm_matmul_t(x, pending, L.attn_norm, c.rms_eps);
+        std::tie(x, y) = fast::add_rms_norm_matmul_t(L.qkv.q, x, pending, L.attn_norm, c.rms_eps);
       } else {
         const Linear& first = L.qkv.defined() ? L.qkv : L.qk.defined() ? L.qk : L.q;  // the first product of h
-        QTensor* hq_out = q8_1_input(first, T) ? &hq : nullptr;
-        if (pending.defined())
-          std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps, hq_out);
+        const bool hq_out = q8_1_input(first, T);
+        if (pending.defined() && hq_out)
+          std::tie(x, h, hq) = fast::add_rms_norm_q8_1(x, pending, L.attn_norm, c.rms_eps);
+        else if (pending.defined())
+          std::tie(x, h) = x.add_rms_norm(pending, L.attn_norm, c.rms_eps);
+        else if (hq_out)
+          std::tie(h, hq) = fast::rms_norm_q8_1(x, L.attn_norm, c.rms_eps);
         else
-          h = x.rms_norm(L.attn_norm, c.rms_eps, hq_out);
+          h = x.rms_norm(L.attn_norm, c.rms_eps);
         y = L.qkv.defined() ? L.qkv.forward(h, hq) : L.qk.defined() ? L.qk.forward(h, hq) : Tensor();
       }
       // q, k, v as (1, T, heads, hd): column ranges of the stacked product (q | k | v, or q | k with
@@ -230,8 +235,8 @@ class LlamaModel : public Model {
       if (w.step && y.defined() && !c.qk_norm && cdt == x.dtype() && fused_append()) {
         // A recorded step: rope of q and k and both cache writes are one kernel (rope_kv_append).
         const Tensor qk = heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2);
-        const Tensor q =
-            rope_kv_append(qk, cos, sin, c.rope_interleaved, nh, v.transpose(1, 2), kc, vc, w.step->narrow(0, 0, 1));
+        const Tensor q = fast::rope_kv_append(qk, cos, sin, c.rope_interleaved, nh, v.transpose(1, 2), kc, vc,
+                                              w.step->narrow(0, 0, 1));
         a = attention_kv_len(q, kc.narrow(2, 0, w.view), vc.narrow(2, 0, w.view), w.step->narrow(0, 1, 1),
                              /*causal=*/true);
       } else {
@@ -266,24 +271,33 @@ class LlamaModel : public Model {
       }
       a = a.to_dtype(dtype_).transpose(1, 2).reshape({T, nh * hd});
       QTensor h2q, sq;
-      QTensor* sq_out = q8_1_input(L.down, T) ? &sq : nullptr;
+      const bool sq_out = q8_1_input(L.down, T);
+      // silu(g) * u, with its Q8_1 rows in sq where the down product takes them.
+      auto silu_mul = [&](const Tensor& g, const Tensor& u) {
+        if (!sq_out) return g.silu_mul(u);
+        Tensor r;
+        std::tie(r, sq) = fast::silu_mul_q8_1(g, u);
+        return r;
+      };
       const Tensor o = L.o.forward(a);
       Tensor s;
       if (norm_in_product(L.gate_up, T)) {
         Tensor y;
-        std::tie(x, y) = L.gate_up.q.add_rms_norm_matmul_t(x, o, L.ffn_norm, c.rms_eps);
-        s = y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate), sq_out);
+        std::tie(x, y) = fast::add_rms_norm_matmul_t(L.gate_up.q, x, o, L.ffn_norm, c.rms_eps);
+        s = silu_mul(y.narrow(1, 0, c.intermediate), y.narrow(1, c.intermediate, c.intermediate));
       } else {
         Tensor h2;
-        std::tie(x, h2) = x.add_rms_norm(o, L.ffn_norm, c.rms_eps,
-                                         q8_1_input(L.gate_up.defined() ? L.gate_up : L.gate, T) ? &h2q : nullptr);
+        if (q8_1_input(L.gate_up.defined() ? L.gate_up : L.gate, T))
+          std::tie(x, h2, h2q) = fast::add_rms_norm_q8_1(x, o, L.ffn_norm, c.rms_eps);
+        else
+          std::tie(x, h2) = x.add_rms_norm(o, L.ffn_norm, c.rms_eps);
         if (L.gate_up.defined() && !L.gate_up.q.defined() && !L.gate_up.b.defined() && !sq_out && fused_swiglu()) {
-          s = h2.matmul_swiglu(L.gate_up.w.t());  // plain weights: one kernel on a GPU's decode shapes
+          s = fast::matmul_swiglu(h2, L.gate_up.w.t());  // plain weights: one kernel on a GPU's decode shapes
         } else if (L.gate_up.defined()) {
           const Tensor y = L.gate_up.forward(h2, h2q);
-          s = y.narrow(1, 0, c.intermediate).silu_mul(y.narrow(1, c.intermediate, c.intermediate), sq_out);
+          s = silu_mul(y.narrow(1, 0, c.intermediate), y.narrow(1, c.intermediate, c.intermediate));
         } else {
-          s = L.gate.forward(h2, h2q).silu_mul(L.up.forward(h2, h2q), sq_out);
+          s = silu_mul(L.gate.forward(h2, h2q), L.up.forward(h2, h2q));
         }
       }
       pending = L.down.forward(s, sq);
@@ -300,7 +314,7 @@ class LlamaModel : public Model {
   }
 
   // Whether the norm before a stacked quantized product (q | k | v, gate | up) goes to
-  // QTensor::add_rms_norm_matmul_t, whose GPU kernel normalises x itself where it takes the product
+  // fast::add_rms_norm_matmul_t, whose GPU kernel normalises x itself where it takes the product
   // (else it runs the norm, writing Q8_1, and the product: the path below). One row on a GPU, as
   // q8_1_input; WICK_QMV_NORM=0 turns the kernel off (the A/B knob of docs/gpu.md).
   bool norm_in_product(const Linear& lin, size_t rows) const {
@@ -326,7 +340,11 @@ class LlamaModel : public Model {
 
   Tensor head(const Tensor& x) const {
     QTensor xq;
-    const Tensor h = x.rms_norm(out_norm_, config_.rms_eps, q8_1_input(output_, x.dim(0)) ? &xq : nullptr);
+    Tensor h;
+    if (q8_1_input(output_, x.dim(0)))
+      std::tie(h, xq) = fast::rms_norm_q8_1(x, out_norm_, config_.rms_eps);
+    else
+      h = x.rms_norm(out_norm_, config_.rms_eps);
     return output_.forward(h, xq).to_dtype(DType::F32);
   }
 
