@@ -32,7 +32,7 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_stack_use_after_retur
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:report_error_type=1"
 # OpenBLAS would start one thread per core in every test binary while ctest runs them in
-# parallel; single-threaded BLAS keeps the run fast. wick's own OpenMP loops keep their threads.
+# parallel; single-threaded BLAS keeps the run fast. wick's own thread pool keeps its threads.
 export OPENBLAS_NUM_THREADS=1
 
 # Measured on this 2-core machine (g++ 12, no ccache), stop 36's tree: build 440 s at -O0 (928 s at
