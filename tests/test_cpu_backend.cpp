@@ -1,12 +1,16 @@
 // The CPU backend's machinery below the ops: the vectorised exp kernel (every ISA this CPU has)
 // and the worker pool. Expected exp values come from the f64 std::exp (libm), not from the kernel.
+#include <sched.h>
+
 #include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -123,6 +127,37 @@ TEST(VecExp, TensorExpSameForEveryLayout) {
     EXPECT_EQ(wick::test::as_transposed(h).exp().to_dtype(DType::F32).to_vector<float>(),
               want_h.to_dtype(DType::F32).to_vector<float>());
   }
+}
+
+// OMP_NUM_THREADS as OpenMP reads it (a positive integer, optionally the first of a nested list),
+// else the CPUs this process may run on; the expected counts are the variable's values and the
+// affinity mask that sched_setaffinity is given here.
+TEST(ThreadPool, DefaultThreadsFollowsOmpNumThreadsAndAffinity) {
+  const char* saved = std::getenv("OMP_NUM_THREADS");
+  const std::string keep = saved ? saved : "";
+  setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(default_threads(), 3u);
+  setenv("OMP_NUM_THREADS", " 7,2", 1);
+  EXPECT_EQ(default_threads(), 7u);
+  cpu_set_t old_set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(old_set), &old_set), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &old_set)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  for (const char* ignored : {"0", "-2", "two", "4x", ""}) {
+    setenv("OMP_NUM_THREADS", ignored, 1);
+    EXPECT_EQ(default_threads(), 1u) << "OMP_NUM_THREADS='" << ignored << "'";
+  }
+  unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(default_threads(), 1u);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(old_set), &old_set), 0);
+  EXPECT_EQ(default_threads(), size_t(CPU_COUNT(&old_set)));
+  if (saved) setenv("OMP_NUM_THREADS", keep.c_str(), 1);
 }
 
 TEST(ThreadPool, EveryChunkRunsOnce) {

@@ -6,7 +6,6 @@
 // the program cannot act on (unknown command or argument, bad value, a filter matching no case).
 #include "wick/wick.hpp"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -81,7 +80,7 @@ void print_devices() {
   for (const auto& b : built_backends()) std::printf(" %s", b.c_str());
   std::printf("\ndevices:");
   for (const auto& d : available_devices()) std::printf(" %s", d.name().c_str());
-  std::printf("\nopenmp threads: %d\n", omp_get_max_threads());
+  std::printf("\ncpu threads: %d\n", device_info(Device::cpu()).compute_units);
   for (const auto& d : available_devices()) {
     if (d.is_cpu()) continue;
     DeviceInfo i = device_info(d);
@@ -104,7 +103,7 @@ struct InfoArgs {
 
 Command add_info(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
-      "info", "version, backends built, devices, OpenMP threads; with FILE: a GGUF's or safetensors' contents");
+      "info", "version, backends built, devices, CPU threads; with FILE: a GGUF's or safetensors' contents");
   auto a = std::make_shared<InfoArgs>();
   cmd->add_option("FILE", a->file,
                   "a .gguf file: version, alignment, metadata, tensor table (name, shape, type, bytes, offset) and "

@@ -13,6 +13,7 @@ namespace wick::registry {
 Backend& cpu_backend();  // src/backend/cpu/registry.cpp
 // A CPU storage over read-only memory kept alive by `owner` (a file mapping), without a copy.
 StoragePtr cpu_borrow(const void* data, size_t numel, DType dtype, std::shared_ptr<const void> owner);
+int cpu_threads();  // threads the CPU backend runs an op on (OMP_NUM_THREADS or the affinity mask)
 
 // The GPU backend linked into this build: Cuda or Rocm, or none (src/backend/no_gpu).
 std::optional<DeviceKind> gpu_kind();

@@ -1,15 +1,10 @@
 #include "wick/device.hpp"
 
 #include <optional>
-#include <thread>
 
 #include "backend/registry.hpp"
 #include "backend/storage.hpp"
 #include "wick/error.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace wick {
 
@@ -138,11 +133,7 @@ DeviceInfo device_info(const Device& d) {
 #else
     info.arch = "unknown";
 #endif
-#ifdef _OPENMP
-    info.compute_units = omp_get_max_threads();
-#else
-    info.compute_units = int(std::thread::hardware_concurrency());
-#endif
+    info.compute_units = registry::cpu_threads();
     return info;
   }
   if (!is_built_gpu(d)) throw Error(ErrorKind::Device, "device_info: " + d.name() + " is not in this build");

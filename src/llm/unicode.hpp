@@ -2,6 +2,8 @@
 // Unicode support for the tokenizers (internal to src/llm): UTF-8 coding, general categories, White_Space, simple
 // case mapping, NFC, and GPT-2's byte <-> code point map. Tables come from scripts/gen_unicode_data.py (Python's
 // unicodedata; the Unicode version is in unicode_data.cpp's header and unicode_version()).
+// The regex engine shares these tables, so a library in their place goes with a library engine
+// (regex.cpp's header has the measurement; Debian 12's utf8proc 2.8 is Unicode 15, not 14).
 #include <cstddef>
 #include <cstdint>
 #include <string>

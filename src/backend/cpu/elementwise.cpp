@@ -89,26 +89,18 @@ StoragePtr CpuStorage::affine(const Layout& l, double mul, double add) const {
 }
 
 StoragePtr CpuStorage::powf(const Layout& l, double e) const {
-  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+  return dispatch_float(dtype_, "powf", [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
-    if constexpr (is_float_v<T>) {
-      using C = compute_t<T>;
-      return map_unary<T>(*this, l, uop::Powf<C>{C(e)});
-    } else {
-      float_only("powf", dtype_);
-    }
+    using C = compute_t<T>;
+    return map_unary<T>(*this, l, uop::Powf<C>{C(e)});
   });
 }
 
 StoragePtr CpuStorage::elu(const Layout& l, double alpha) const {
-  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+  return dispatch_float(dtype_, "elu", [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
-    if constexpr (is_float_v<T>) {
-      using C = compute_t<T>;
-      return map_unary<T>(*this, l, uop::Elu<C>{C(alpha)});
-    } else {
-      float_only("elu", dtype_);
-    }
+    using C = compute_t<T>;
+    return map_unary<T>(*this, l, uop::Elu<C>{C(alpha)});
   });
 }
 

@@ -1,7 +1,7 @@
 // AVX2 + FMA kernels of the CPU quantized matmul: Q4_0, Q8_0, IQ4_NL, MXFP4 (Q8_0 activations)
 // and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (Q8_K activations). Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt) and
 // called only when the CPU has them (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says
-// why) and <immintrin.h>.
+// why), qdot_x86.hpp (the helpers it shares with qdot_avx512.cpp) and <immintrin.h>.
 //
 // The int8 products go through vpmaddubsw (u8 x s8 -> int16 pair sums) and vpmaddwd: unsigned
 // weights (nibbles, 6-bit values) directly with their offset taken off via the activation sums;
@@ -12,29 +12,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "backend/cpu/qdot_x86.hpp"
+
 namespace wick::cpu::qdot {
 namespace {
-
-inline float f16(const uint8_t* p) {
-  uint16_t h;
-  __builtin_memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// Weight bytes prefetched ahead of the kernel (see qdot_avx512.cpp).
-constexpr int kAhead = 4096;
-inline void ahead(const uint8_t* b, int lines) {
-  for (int l = 0; l < lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
-}
-
-inline __m256i lane0(int32_t v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)); }
 
 // Sum of 32 signed w times 32 signed x, as 8 int32 lanes.
 inline __m256i dot_ss(__m256i w, __m256i x) {
@@ -47,7 +28,7 @@ inline __m256i dot_ss(__m256i w, __m256i x) {
 enum class Nib { Q4_0, IQ4_NL, MXFP4 };
 
 template <Nib K, int M>
-void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   constexpr size_t BB = K == Nib::MXFP4 ? 17 : 18;
   constexpr size_t QS = K == Nib::MXFP4 ? 1 : 2;
   const __m256i lut = _mm256_broadcastsi128_si256(
@@ -59,14 +40,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * BB;
     ahead(b, 1);
-    float dw;
-    if constexpr (K == Nib::MXFP4) {
-      const uint32_t e = b[0];  // e8m0 halved, as the decoder: 2^(e - 128), subnormal for e < 2
-      const uint32_t bits = e < 2 ? (0x00200000u << e) : ((e - 1) << 23);
-      __builtin_memcpy(&dw, &bits, 4);
-    } else {
-      dw = f16(b);
-    }
+    const float dw = K == Nib::MXFP4 ? e8m0_half(b[0]) : f16(b);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + QS));
     const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
     for (int r = 0; r < M; ++r) {
@@ -83,7 +57,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
 }
 
 template <int M>
-void q8_0_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+void q8_0_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   __m256 acc[M];
   for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
   for (size_t ib = 0; ib < nb; ++ib) {
@@ -114,7 +88,7 @@ inline void scale_min(const uint8_t* s, int g, int& sc, int& mn) {
 // ---- Q4_K: 32 bytes of nibbles hold two groups of 32 (low, high); int16 pair sums times the
 // group's 6-bit scale; the mins through the activation's 16-sums.
 template <bool Five, int M>
-void q45_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+void q45_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   constexpr size_t BB = Five ? 176 : 144;
   const __m256i one = _mm256_set1_epi8(1);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -166,7 +140,7 @@ void q45_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
 // ---- Q6_K: per half of 128, four vectors of 32 6-bit values 0..63 (low nibbles of ql, high
 // nibbles, each or'ed with two bits of qh); the -32 offset is -32 * sum(scale_g * bsum_g).
 template <int M>
-void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   __m256 acc[M];
   for (int r = 0; r < M; ++r) acc[r] = _mm256_setzero_ps();
@@ -212,7 +186,7 @@ void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
 // 6), two groups of 16 per run. Q2_K: unsigned q, w = d sc q - dmin m (scale and min nibbles).
 // Q3_K: q + 4 (bit 2 = the hmask bit) is unsigned, the 4 off as -4 * sum(sc_g * bsum_g).
 template <bool Three, int M>
-void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
+void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   constexpr size_t BB = Three ? 110 : 84;
   const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
   __m256 acc[M];
@@ -226,24 +200,17 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
     ahead(b, 2);
     const uint8_t* qs = b + (Three ? 32 : 16);
     float d, dmin = 0;
-    uint32_t u[4];  // Q3_K: the 16 6-bit scales four at a time (as qdot_avx512.cpp), bytes
+    uint32_t u[4];  // Q3_K: the 16 scales, four bytes a word
     __m256i sc16, mn16 = _mm256_setzero_si256();
     if constexpr (Three) {
       d = f16(b + 108);
-      __builtin_memcpy(u, b + 96, 12);
-      const uint32_t t = u[2], k2 = 0x0f0f0f0fu, k1 = 0x03030303u;
-      u[2] = ((u[0] >> 4) & k2) | (((t >> 4) & k1) << 4);
-      u[3] = ((u[1] >> 4) & k2) | (((t >> 6) & k1) << 4);
-      u[0] = (u[0] & k2) | ((t & k1) << 4);
-      u[1] = (u[1] & k2) | (((t >> 2) & k1) << 4);
+      q3_k_scales(b, u);
       sc16 = _mm256_cvtepi8_epi16(
           _mm_sub_epi8(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])), _mm_set1_epi8(32)));
     } else {
       d = f16(b + 80);
       dmin = f16(b + 82);
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-      sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(15)));
-      mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15)));
+      q2_k_scales_mins(b, sc16, mn16);
     }
     // scale g as a scalar, for the per-run vectors
     auto scale = [&](int g) -> int16_t {
@@ -259,11 +226,7 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
         sumi[r] = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(bs, sc16)), 2);
       } else {
         sumi[r] = _mm256_setzero_si256();
-        const __m256i p = _mm256_madd_epi16(bs, mn16);
-        __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
-        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
-        mins[r] += dmin * x[r].d[ib] * float(_mm_cvtsi128_si32(q));
+        mins[r] += dmin * x[r].d[ib] * float(hsum_i32(_mm256_madd_epi16(bs, mn16)));
       }
     }
     for (int h = 0; h < 2; ++h) {
@@ -289,70 +252,24 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, float* out) {
   for (int r = 0; r < M; ++r) out[r] = hsum(acc[r]) - mins[r];
 }
 
-// m (1..8) as a template argument, so the per-row accumulators stay in registers.
-template <template <int> class F>
-void by_rows(const uint8_t* w, size_t nb, const XRow* x, int m, float* out) {
-  switch (m) {
-    case 1:
-      return F<1>::run(w, nb, x, out);
-    case 2:
-      return F<2>::run(w, nb, x, out);
-    case 3:
-      return F<3>::run(w, nb, x, out);
-    case 4:
-      return F<4>::run(w, nb, x, out);
-    case 5:
-      return F<5>::run(w, nb, x, out);
-    case 6:
-      return F<6>::run(w, nb, x, out);
-    case 7:
-      return F<7>::run(w, nb, x, out);
-    default:
-      return F<8>::run(w, nb, x, out);
-  }
-}
-
-#define WICK_ROWS(NAME, CALL)                                                       \
-  template <int M>                                                                  \
-  struct NAME {                                                                     \
-    static void run(const uint8_t* w, size_t nb, const XRow* x, float* o) { CALL; } \
-  };
-WICK_ROWS(Q4_0F, (nib_kernel<Nib::Q4_0, M>(w, nb, x, o)))
-WICK_ROWS(IQ4NLF, (nib_kernel<Nib::IQ4_NL, M>(w, nb, x, o)))
-WICK_ROWS(MXFP4F, (nib_kernel<Nib::MXFP4, M>(w, nb, x, o)))
-WICK_ROWS(Q8_0F, (q8_0_kernel<M>(w, nb, x, o)))
-WICK_ROWS(Q4_KF, (q45_k_kernel<false, M>(w, nb, x, o)))
-WICK_ROWS(Q5_KF, (q45_k_kernel<true, M>(w, nb, x, o)))
-WICK_ROWS(Q2_KF, (q23_k_kernel<false, M>(w, nb, x, o)))
-WICK_ROWS(Q3_KF, (q23_k_kernel<true, M>(w, nb, x, o)))
-WICK_ROWS(Q6_KF, (q6_k_kernel<M>(w, nb, x, o)))
+WICK_ROWS(Q4_0F, (nib_kernel<Nib::Q4_0, M>(w, nb, x, m, o)))
+WICK_ROWS(IQ4NLF, (nib_kernel<Nib::IQ4_NL, M>(w, nb, x, m, o)))
+WICK_ROWS(MXFP4F, (nib_kernel<Nib::MXFP4, M>(w, nb, x, m, o)))
+WICK_ROWS(Q8_0F, (q8_0_kernel<M>(w, nb, x, m, o)))
+WICK_ROWS(Q4_KF, (q45_k_kernel<false, M>(w, nb, x, m, o)))
+WICK_ROWS(Q5_KF, (q45_k_kernel<true, M>(w, nb, x, m, o)))
+WICK_ROWS(Q2_KF, (q23_k_kernel<false, M>(w, nb, x, m, o)))
+WICK_ROWS(Q3_KF, (q23_k_kernel<true, M>(w, nb, x, m, o)))
+WICK_ROWS(Q6_KF, (q6_k_kernel<M>(w, nb, x, m, o)))
 #undef WICK_ROWS
 
 }  // namespace
 
 RowDot avx2_kernel(uint32_t type) {
-  switch (type) {  // GGMLType numbers
-    case 2:
-      return by_rows<Q4_0F>;
-    case 8:
-      return by_rows<Q8_0F>;
-    case 10:
-      return by_rows<Q2_KF>;
-    case 11:
-      return by_rows<Q3_KF>;
-    case 12:
-      return by_rows<Q4_KF>;
-    case 13:
-      return by_rows<Q5_KF>;
-    case 14:
-      return by_rows<Q6_KF>;
-    case 20:
-      return by_rows<IQ4NLF>;
-    case 39:
-      return by_rows<MXFP4F>;
-    default:
-      return nullptr;
-  }
+  static constexpr RowEntry kRows[] = {{2, by_rows<Q4_0F>},  {8, by_rows<Q8_0F>},   {10, by_rows<Q2_KF>},
+                                       {11, by_rows<Q3_KF>}, {12, by_rows<Q4_KF>},  {13, by_rows<Q5_KF>},
+                                       {14, by_rows<Q6_KF>}, {20, by_rows<IQ4NLF>}, {39, by_rows<MXFP4F>}};
+  return find_row_kernel(kRows, type);
 }
 
 }  // namespace wick::cpu::qdot

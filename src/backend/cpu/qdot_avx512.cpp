@@ -1,7 +1,8 @@
 // AVX-512 (F, BW, VL) + VNNI kernels of the CPU quantized matmul: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
 // IQ4_NL, MXFP4 (Q8_0 activations) and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (Q8_K activations). Compiled with -mavx512f
 // -mavx512bw -mavx512vl -mavx512vnni -mavx2 -mfma -mf16c (CMakeLists.txt) and called only when the CPU has them
-// (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why) and <immintrin.h>.
+// (qdot.cpp). Includes nothing but qdot_kernels.hpp (which says why), qdot_x86.hpp (the helpers it
+// shares with qdot_avx2.cpp) and <immintrin.h>.
 //
 // The int8 products go through vpdpbusd (u8 x s8, four products summed into an int32 lane): a
 // weight nibble is unsigned, a signed weight w is taken as w + 128 with -128 * sum(x) as the
@@ -16,29 +17,10 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "backend/cpu/qdot_x86.hpp"
+
 namespace wick::cpu::qdot {
 namespace {
-
-inline float f16(const uint8_t* p) {
-  uint16_t h;
-  __builtin_memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// Weight bytes prefetched ahead of the kernel: the rows stream from memory and the hardware
-// prefetcher alone left the loads waiting (a matrix-vector product ran at about the sum, not the
-// max, of its compute and memory times).
-constexpr int kAhead = 4096;
-
-// An int32 vector whose lane 0 is v and the others 0: the start of a block's dpbusd.
-inline __m256i lane0(int32_t v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)); }
 
 // ---- 32-element blocks with 16 nibble bytes: Q4_0, IQ4_NL, MXFP4.
 enum class Nib { Q4_0, IQ4_NL, MXFP4, Q4_1, Q5_0, Q5_1 };
@@ -79,15 +61,7 @@ inline __m128 f16s(const uint8_t* p, size_t stride, int n) {
 
 template <Nib K>
 inline float nib_scale(const uint8_t* b) {
-  if constexpr (K == Nib::MXFP4) {
-    const uint32_t e = b[0];  // e8m0 halved, as the decoder: 2^(e - 128), subnormal for e < 2
-    const uint32_t bits = e < 2 ? (0x00200000u << e) : ((e - 1) << 23);
-    float f;
-    __builtin_memcpy(&f, &bits, 4);
-    return f;
-  } else {
-    return f16(b);
-  }
+  return K == Nib::MXFP4 ? e8m0_half(b[0]) : f16(b);
 }
 
 // Two blocks per step in one zmm: the nibbles of blocks A and B as [A lo, A hi, B lo, B hi]
@@ -122,8 +96,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   for (; ib + 4 <= nb; ib += 4) {
     const uint8_t* b = w + ib * BB;
-    _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64, _MM_HINT_T0);
+    ahead(b, 2);
     __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + QS)));
     z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + BB + QS)), 1);
     z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 * BB + QS)), 2);
@@ -161,7 +134,7 @@ void nib_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   }
   for (; ib + 2 <= nb; ib += 2) {
     const uint8_t* b = w + ib * BB;
-    _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead, _MM_HINT_T0);
+    ahead(b, 1);
     const __m128i ra = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + QS));
     const __m128i rb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + BB + QS));
     const __m256i ab = _mm256_set_m128i(rb, ra);
@@ -226,8 +199,7 @@ void q8_0_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   size_t ib = 0;
   for (; ib + 2 <= nb; ib += 2) {
     const uint8_t* b = w + ib * 34;
-    _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead, _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64, _MM_HINT_T0);
+    ahead(b, 2);
     const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
     const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36));
     const __m512i q = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(qa), qb, 1), sign);
@@ -301,7 +273,7 @@ void q45_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   for (size_t ib = 0; ib < nb; ++ib) {
     constexpr size_t BB = Five ? 176 : 144;
     const uint8_t* b = w + ib * BB;
-    for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+    ahead(b, 3);
     const float d = f16(b), dmin = f16(b + 2);
     uint32_t sc[2], mn[2];
     scales_mins_k4(b + 4, sc, mn);
@@ -358,7 +330,7 @@ void q6_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   for (int r = 0; r < M; ++r) acc[r] = _mm512_setzero_ps();
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * 210;
-    for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+    ahead(b, 4);
     const float d = f16(b + 208);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
     const __m512i sc = _mm512_castsi256_si512(sc16);
@@ -406,7 +378,7 @@ void iq4_xs_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) 
   }
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * 136;
-    for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+    ahead(b, 3);
     const float d = f16(b);
     const uint32_t sh = uint32_t(b[2]) | (uint32_t(b[3]) << 8);
     // the 8 scales: low nibbles of bytes 4-7 (g even: low, odd: high) and 2 bits each of sh,
@@ -473,30 +445,21 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   }
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* b = w + ib * BB;
-    for (int l = 0; l < 2; ++l) _mm_prefetch(reinterpret_cast<const char*>(b) + kAhead + 64 * l, _MM_HINT_T0);
+    ahead(b, 2);
     const uint8_t* qs = b + (Three ? 32 : 16);
     float d, dmin = 0;
     __m256i sc16, mn16 = _mm256_setzero_si256();
     if constexpr (Three) {
       d = f16(b + 108);
-      // the 16 6-bit scales, four at a time in 32-bit words: low 4 bits from bytes 0-7 (low
-      // nibbles for scales 0-7, high for 8-15), top 2 bits from bytes 8-11 (pair g / 4)
       uint32_t u[4];
-      __builtin_memcpy(u, b + 96, 12);
-      const uint32_t t = u[2], k2 = 0x0f0f0f0fu, k1 = 0x03030303u;
-      u[2] = ((u[0] >> 4) & k2) | (((t >> 4) & k1) << 4);
-      u[3] = ((u[1] >> 4) & k2) | (((t >> 6) & k1) << 4);
-      u[0] = (u[0] & k2) | ((t & k1) << 4);
-      u[1] = (u[1] & k2) | (((t >> 2) & k1) << 4);
+      q3_k_scales(b, u);
       // (built from registers: four 4-byte stores read back as one 16-byte load would stall)
       const __m128i v = _mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3]));
       sc16 = _mm256_cvtepi8_epi16(_mm_sub_epi8(v, _mm_set1_epi8(32)));
     } else {
       d = f16(b + 80);
       dmin = f16(b + 82);
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-      sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(v, _mm_set1_epi8(15)));
-      mn16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15)));
+      q2_k_scales_mins(b, sc16, mn16);
     }
     const __m512i scz = _mm512_castsi256_si512(sc16);
     __m512i hm = _mm512_setzero_si512();
@@ -510,11 +473,7 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
       else
         sumi[r] = _mm512_setzero_si512();
       if constexpr (!Three) {
-        __m256i p = _mm256_madd_epi16(bs, mn16);
-        __m128i q = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(1, 0, 3, 2)));
-        q = _mm_add_epi32(q, _mm_shuffle_epi32(q, _MM_SHUFFLE(2, 3, 0, 1)));
-        mins[r] += dmin * x[r].d[ib] * float(_mm_cvtsi128_si32(q));
+        mins[r] += dmin * x[r].d[ib] * float(hsum_i32(_mm256_madd_epi16(bs, mn16)));
       }
     }
     for (int h = 0; h < 2; ++h) {
@@ -538,35 +497,6 @@ void q23_k_kernel(const uint8_t* w, size_t nb, const XRow* x, int, float* out) {
   for (int r = 0; r < M; ++r) out[r] = hsum512(acc[r]) - mins[r];
 }
 
-// m (1..8) as a template argument, so the per-row accumulators stay in registers.
-template <template <int> class F>
-void by_rows(const uint8_t* w, size_t nb, const XRow* x, int m, float* out) {
-  switch (m) {
-    case 1:
-      return F<1>::run(w, nb, x, m, out);
-    case 2:
-      return F<2>::run(w, nb, x, m, out);
-    case 3:
-      return F<3>::run(w, nb, x, m, out);
-    case 4:
-      return F<4>::run(w, nb, x, m, out);
-    case 5:
-      return F<5>::run(w, nb, x, m, out);
-    case 6:
-      return F<6>::run(w, nb, x, m, out);
-    case 7:
-      return F<7>::run(w, nb, x, m, out);
-    default:
-      return F<8>::run(w, nb, x, m, out);
-  }
-}
-
-// One functor per type for by_rows (a function template cannot be a template-template argument).
-#define WICK_ROWS(NAME, CALL)                                                              \
-  template <int M>                                                                         \
-  struct NAME {                                                                            \
-    static void run(const uint8_t* w, size_t nb, const XRow* x, int m, float* o) { CALL; } \
-  };
 WICK_ROWS(Q4_0F, (nib_kernel<Nib::Q4_0, M>(w, nb, x, m, o)))
 WICK_ROWS(IQ4NLF, (nib_kernel<Nib::IQ4_NL, M>(w, nb, x, m, o)))
 WICK_ROWS(Q4_1F, (nib_kernel<Nib::Q4_1, M>(w, nb, x, m, o)))
@@ -585,36 +515,11 @@ WICK_ROWS(Q6_KF, (q6_k_kernel<M>(w, nb, x, m, o)))
 }  // namespace
 
 RowDot avx512_kernel(uint32_t type) {
-  switch (type) {  // GGMLType numbers
-    case 2:
-      return by_rows<Q4_0F>;
-    case 3:
-      return by_rows<Q4_1F>;
-    case 6:
-      return by_rows<Q5_0F>;
-    case 7:
-      return by_rows<Q5_1F>;
-    case 8:
-      return by_rows<Q8_0F>;
-    case 10:
-      return by_rows<Q2_KF>;
-    case 11:
-      return by_rows<Q3_KF>;
-    case 12:
-      return by_rows<Q4_KF>;
-    case 13:
-      return by_rows<Q5_KF>;
-    case 14:
-      return by_rows<Q6_KF>;
-    case 20:
-      return by_rows<IQ4NLF>;
-    case 23:
-      return by_rows<IQ4XSF>;
-    case 39:
-      return by_rows<MXFP4F>;
-    default:
-      return nullptr;
-  }
+  static constexpr RowEntry kRows[] = {
+      {2, by_rows<Q4_0F>},   {3, by_rows<Q4_1F>},   {6, by_rows<Q5_0F>},  {7, by_rows<Q5_1F>},  {8, by_rows<Q8_0F>},
+      {10, by_rows<Q2_KF>},  {11, by_rows<Q3_KF>},  {12, by_rows<Q4_KF>}, {13, by_rows<Q5_KF>}, {14, by_rows<Q6_KF>},
+      {20, by_rows<IQ4NLF>}, {23, by_rows<IQ4XSF>}, {39, by_rows<MXFP4F>}};
+  return find_row_kernel(kRows, type);
 }
 
 // Q8_0 activations as quant::quantize_block_q8_0 encodes them: d = amax / 127 and id = 1 / d in

@@ -1,8 +1,8 @@
 #pragma once
 // What the SIMD kernel files (qdot_avx2.cpp, qdot_avx512.cpp) share with the rest of the backend.
-// They are compiled with -mavx2 / -mavx512*, so they include nothing but this header and
-// <immintrin.h>: an inline function they shared with the library (std::vector, wick's headers)
-// would get an AVX-512 copy that the linker may pick for callers on any CPU.
+// They are compiled with -mavx2 / -mavx512*, so they include nothing but this header, qdot_x86.hpp
+// (their own helpers, internal to each file) and <immintrin.h>: an inline function they shared with the library
+// (std::vector, wick's headers) would get an AVX-512 copy that the linker may pick for callers on any CPU.
 #include <cstddef>
 #include <cstdint>
 

@@ -1,18 +1,20 @@
 // The CPU worker pool (see thread_pool.hpp for why it replaces OpenMP regions).
 #include "backend/cpu/thread_pool.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
+#ifdef __linux__
+#include <sched.h>
 #endif
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -34,6 +36,9 @@ inline void cpu_relax() {
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 thread_local bool t_in_chunk = false;  // nested calls run inline
+
+// A bound on OMP_NUM_THREADS, so that a typo (40000) cannot start tens of thousands of threads.
+constexpr size_t kMaxThreads = 1024;
 
 class Pool {
  public:
@@ -166,19 +171,37 @@ class Pool {
 };
 
 Pool& pool() {
-  static Pool* p = new Pool(
-#ifdef _OPENMP
-      size_t(omp_get_max_threads())
-#else
-      size_t(std::thread::hardware_concurrency())
-#endif
-  );
+  static Pool* p = new Pool(default_threads());
   return *p;
 }
 
 }  // namespace
 
 size_t pool_threads() { return pool().threads(); }
+
+size_t default_threads() {
+  // OMP_NUM_THREADS as libgomp reads its first level: digits, then the end or a ',' before the
+  // nested levels; anything else (0, a sign, junk) is ignored. OMP_THREAD_LIMIT, OMP_DYNAMIC and
+  // the place lists are not read: the pool has one level and pins nothing.
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    while (*env == ' ' || *env == '\t') ++env;
+    size_t n = 0;
+    const char* p = env;
+    for (; *p >= '0' && *p <= '9'; ++p) n = std::min(n * 10 + size_t(*p - '0'), kMaxThreads + 1);
+    while (*p == ' ' || *p == '\t') ++p;
+    if (p != env && (*p == '\0' || *p == ',') && n >= 1) return std::min(n, kMaxThreads);
+  }
+#ifdef __linux__
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n >= 1) return size_t(n);
+  }  // fails (EINVAL) beyond CPU_SETSIZE CPUs: then every CPU of the machine
+#endif
+  const unsigned hc = std::thread::hardware_concurrency();  // 0 when unknown
+  return hc >= 1 ? size_t(hc) : 1;
+}
 
 void parallel_chunks(size_t chunks, void (*fn)(void*, size_t), void* ctx) { pool().run(chunks, fn, ctx); }
 

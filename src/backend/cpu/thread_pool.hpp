@@ -10,9 +10,12 @@
 
 namespace wick::cpu {
 
-// Threads that parallel_chunks uses, the caller included: omp_get_max_threads() at first use, so
-// OMP_NUM_THREADS (and the CPU affinity mask) still set it.
+// Threads that parallel_chunks uses, the caller included: default_threads() at first use.
 size_t pool_threads();
+
+// The thread count a CPU job should use, as OpenMP's default: OMP_NUM_THREADS when it is a positive
+// integer, else the CPUs in this thread's affinity mask (taskset, cgroup cpusets), at least 1.
+size_t default_threads();
 
 // Runs fn(ctx, c) once for every c in [0, chunks), on the pool and the calling thread; returns when
 // all have run. Chunks are claimed one at a time (dynamic schedule). Runs everything on the calling

@@ -53,27 +53,19 @@ StoragePtr GpuStorage::affine(const Layout& l, double mul, double add) const {
 
 StoragePtr GpuStorage::powf(const Layout& l, double e) const {
   DeviceGuard g(ordinal());
-  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+  return dispatch_float(dtype_, "powf", [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
-    if constexpr (is_float_v<T>) {
-      using C = compute_t<T>;
-      return map_unary<T>(*this, l, uop::Powf<C>{C(e)});
-    } else {
-      float_only("powf", dtype_);
-    }
+    using C = compute_t<T>;
+    return map_unary<T>(*this, l, uop::Powf<C>{C(e)});
   });
 }
 
 StoragePtr GpuStorage::elu(const Layout& l, double alpha) const {
   DeviceGuard g(ordinal());
-  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+  return dispatch_float(dtype_, "elu", [&](auto tag) -> StoragePtr {
     using T = decltype(tag);
-    if constexpr (is_float_v<T>) {
-      using C = compute_t<T>;
-      return map_unary<T>(*this, l, uop::Elu<C>{C(alpha)});
-    } else {
-      float_only("elu", dtype_);
-    }
+    using C = compute_t<T>;
+    return map_unary<T>(*this, l, uop::Elu<C>{C(alpha)});
   });
 }
 
