@@ -11,11 +11,13 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "backend/cpu/strided.hpp"
 #include "backend/cpu/thread_pool.hpp"
+#include "backend/options.hpp"
 #include "backend/cpu/vec_math.hpp"
 #include "test_util.hpp"
 
@@ -133,12 +135,26 @@ TEST(VecExp, TensorExpSameForEveryLayout) {
 // else the CPUs this process may run on; the expected counts are the variable's values and the
 // affinity mask that sched_setaffinity is given here.
 TEST(ThreadPool, DefaultThreadsFollowsOmpNumThreadsAndAffinity) {
-  const char* saved = std::getenv("OMP_NUM_THREADS");
-  const std::string keep = saved ? saved : "";
-  setenv("OMP_NUM_THREADS", "3", 1);
+  // OMP_NUM_THREADS as libgomp reads it (the first level; junk ignored), through the options parser.
+  auto omp = [](const char* value) {
+    return backend::parse_options([&](const char* name) -> const char* {
+             return std::string_view(name) == "OMP_NUM_THREADS" ? value : nullptr;
+           })
+        .cpu_threads;
+  };
+  EXPECT_EQ(omp("3"), 3u);
+  EXPECT_EQ(omp(" 7,2"), 7u);
+  EXPECT_EQ(omp("99999"), 1024u);
+  EXPECT_EQ(omp(nullptr), 0u);
+  for (const char* ignored : {"0", "-2", "two", "4x", ""}) EXPECT_EQ(omp(ignored), 0u) << "'" << ignored << "'";
+
+  const backend::Options saved = backend::options();
+  backend::Options o = saved;
+  o.cpu_threads = 3;
+  backend::set_options(o);
   EXPECT_EQ(default_threads(), 3u);
-  setenv("OMP_NUM_THREADS", " 7,2", 1);
-  EXPECT_EQ(default_threads(), 7u);
+  o.cpu_threads = 0;  // unset: the CPUs of the affinity mask
+  backend::set_options(o);
   cpu_set_t old_set;
   ASSERT_EQ(sched_getaffinity(0, sizeof(old_set), &old_set), 0);
   cpu_set_t one;
@@ -149,15 +165,10 @@ TEST(ThreadPool, DefaultThreadsFollowsOmpNumThreadsAndAffinity) {
       break;
     }
   ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
-  for (const char* ignored : {"0", "-2", "two", "4x", ""}) {
-    setenv("OMP_NUM_THREADS", ignored, 1);
-    EXPECT_EQ(default_threads(), 1u) << "OMP_NUM_THREADS='" << ignored << "'";
-  }
-  unsetenv("OMP_NUM_THREADS");
   EXPECT_EQ(default_threads(), 1u);
   ASSERT_EQ(sched_setaffinity(0, sizeof(old_set), &old_set), 0);
   EXPECT_EQ(default_threads(), size_t(CPU_COUNT(&old_set)));
-  if (saved) setenv("OMP_NUM_THREADS", keep.c_str(), 1);
+  backend::set_options(saved);
 }
 
 TEST(ThreadPool, EveryChunkRunsOnce) {

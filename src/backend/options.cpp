@@ -1,5 +1,6 @@
 #include "backend/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
@@ -42,6 +43,22 @@ int64_t integer(const EnvLookup& lookup, const char* name, int64_t least, int64_
   return v;
 }
 
+// OMP_NUM_THREADS as libgomp reads its first level: digits, then the end or a ',' before the nested
+// levels; anything else (0, a sign, junk) is ignored, not an error, since other libraries of the
+// same process read this variable too. OMP_THREAD_LIMIT, OMP_DYNAMIC and the place lists are not
+// read: the CPU pool has one level and pins nothing.
+size_t omp_threads(const EnvLookup& lookup) {
+  constexpr size_t kMax = 1024;
+  const char* e = lookup("OMP_NUM_THREADS");
+  if (!e) return 0;
+  while (*e == ' ' || *e == '\t') ++e;
+  size_t n = 0;
+  const char* p = e;
+  for (; *p >= '0' && *p <= '9'; ++p) n = std::min(n * 10 + size_t(*p - '0'), kMax + 1);
+  while (*p == ' ' || *p == '\t') ++p;
+  return p != e && (*p == '\0' || *p == ',') && n >= 1 ? std::min(n, kMax) : 0;
+}
+
 std::mutex g_mu;
 std::optional<Options> g_options;
 
@@ -72,6 +89,7 @@ Options parse_options(const EnvLookup& lookup) {
            CpuIsa::Auto, "scalar, avx2 or avx512 (capped at what the CPU has)");
   o.qmatmul_path = pick(lookup, "WICK_QMATMUL_PATH", {{"rows", QMatmulPath::Rows}, {"sgemm", QMatmulPath::Sgemm}},
                         QMatmulPath::Auto, "rows (the row kernels) or sgemm (dequantize + f32 sgemm)");
+  o.cpu_threads = omp_threads(lookup);
   return o;
 }
 

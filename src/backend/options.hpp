@@ -16,6 +16,7 @@
 // | WICK_QMV_NORM_BLOCK | int  | auto, 128, 256, 512        | auto: 512 (AMD 256)            |
 // | WICK_CPU_ISA        | enum | auto, scalar, avx2, avx512 | auto: the best the CPU has     |
 // | WICK_QMATMUL_PATH   | enum | auto, rows, sgemm          | auto: panel kernels, else rows |
+// | OMP_NUM_THREADS     | int  | threads >= 1               | the CPUs of the affinity mask  |
 //
 // What each forces, and who sets it:
 // - WICK_DECODE_ATTN: decode attention on the runs kernel (one block per run of keys) or the
@@ -39,6 +40,7 @@
 // - WICK_QMATMUL_PATH: the CPU quantized matmul of more than 8 rows on the row kernels where a
 //   panel kernel exists (rows) or on dequantize + f32 sgemm (sgemm). tests/test_qmatmul_cpu and
 //   bench/cpu_qmatvec (through set_options).
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -59,6 +61,7 @@ struct Options {
   int qmv_norm_block = 0;                        // WICK_QMV_NORM_BLOCK; 0: tune::kQmvStagedNormBlock
   CpuIsa cpu_isa = CpuIsa::Auto;                 // WICK_CPU_ISA
   QMatmulPath qmatmul_path = QMatmulPath::Auto;  // WICK_QMATMUL_PATH
+  size_t cpu_threads = 0;                        // OMP_NUM_THREADS; 0: the CPUs of the affinity mask
 };
 
 // The variable's value, or nullptr where it is unset.

@@ -1,6 +1,8 @@
 // The CPU worker pool (see thread_pool.hpp for why it replaces OpenMP regions).
 #include "backend/cpu/thread_pool.hpp"
 
+#include "backend/options.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -180,17 +182,7 @@ Pool& pool() {
 size_t pool_threads() { return pool().threads(); }
 
 size_t default_threads() {
-  // OMP_NUM_THREADS as libgomp reads its first level: digits, then the end or a ',' before the
-  // nested levels; anything else (0, a sign, junk) is ignored. OMP_THREAD_LIMIT, OMP_DYNAMIC and
-  // the place lists are not read: the pool has one level and pins nothing.
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    while (*env == ' ' || *env == '\t') ++env;
-    size_t n = 0;
-    const char* p = env;
-    for (; *p >= '0' && *p <= '9'; ++p) n = std::min(n * 10 + size_t(*p - '0'), kMaxThreads + 1);
-    while (*p == ' ' || *p == '\t') ++p;
-    if (p != env && (*p == '\0' || *p == ',') && n >= 1) return std::min(n, kMaxThreads);
-  }
+  if (const size_t n = backend::options().cpu_threads; n >= 1) return n;  // OMP_NUM_THREADS
 #ifdef __linux__
   cpu_set_t set;
   CPU_ZERO(&set);
