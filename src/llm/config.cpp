@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "llm/model_impl.hpp"
+#include "model_impl.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm {

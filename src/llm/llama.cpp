@@ -8,7 +8,7 @@
 #include <memory>
 #include <tuple>
 
-#include "llm/model_impl.hpp"
+#include "model_impl.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm::detail {

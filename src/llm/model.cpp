@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "llm/model_impl.hpp"
+#include "model_impl.hpp"
 #include "wick/error.hpp"
 
 namespace fs = std::filesystem;

@@ -1,9 +1,9 @@
-#include "llm/regex.hpp"
+#include "regex.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "llm/unicode.hpp"
+#include "unicode.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm {

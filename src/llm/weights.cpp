@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "llm/model_impl.hpp"
+#include "model_impl.hpp"
 #include "wick/error.hpp"
 
 namespace fs = std::filesystem;
