@@ -33,10 +33,8 @@ class WeightSource {
 };
 
 std::unique_ptr<WeightSource> open_gguf_weights(const GGUFFile& f, const std::string& path);
-std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir);
-
-// GGUF name -> HF (transformers) name for the LLaMA family, e.g. "output" -> "lm_head".
-std::string hf_tensor_name(const std::string& gguf_name);
+// A Hugging Face directory's safetensors, named as the architecture's table row maps them.
+std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir, Arch arch);
 
 ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path);
 ModelConfig config_from_hf(const std::string& config_json_path);
@@ -80,10 +78,6 @@ class WeightLoader {
   std::function<void(size_t, size_t)> progress_;
   size_t total_ = 0, done_ = 0, bytes_ = 0;
 };
-
-// The LLaMA family's model (LLaMA, Mistral, Qwen2, Qwen3).
-std::unique_ptr<Model> load_llama(const ModelConfig& c, const WeightSource& src, const LoadOptions& o,
-                                  std::vector<float> rope_freq_factors);
 
 std::string shape_string(const Shape& s);
 
