@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# wick bench-llm beside llama.cpp's llama-bench, on the same GGUF files in the same run (issue 10).
+# wick bench-llm beside llama.cpp's llama-bench, on the same GGUF files in the same run.
 #
 # usage: bash bench/llm_vs_llamacpp.sh [options] [LLAMA_BIN [MODELS [WICK]]]
 #   LLAMA_BIN  the llama.cpp build's bin folder, holding llama-bench (default /tmp/lcpp/build/bin)
@@ -113,7 +113,7 @@ for f in "${ggufs[@]}"; do
       echo "llm_vs_llamacpp: llama-bench failed on $b ($tag): $(tail -2 "$out/$b.$tag.llamacpp.err")" >&2
     echo "llm_vs_llamacpp: $b $tag: wick bench-llm ..." >&2
     # wick checks depth + N against the file's context length; llama-bench does not (the kit's
-    # files say 4096, the issue's rows run at 8192), so neither side refuses it here.
+    # files say 4096, the depth rows run at 8192), so neither side refuses it here.
     "$wick" bench-llm "$f" "${targs[@]}" -r "$reps" --no-ctx-check --json "${wick_dev[@]}" "${wargs[@]}" \
       >"$out/$b.$tag.wick.json" 2>"$out/$b.$tag.wick.err" ||
       echo "llm_vs_llamacpp: wick failed on $b ($tag): $(tail -2 "$out/$b.$tag.wick.err")" >&2

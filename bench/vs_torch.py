@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times wick beside PyTorch eager on the same device, in one run (issue 4's benchmark).
+"""Times wick beside PyTorch eager on the same device, in one run.
 
 usage: bench/vs_torch.py [--wick build/wick] [--device cuda:0] [--wick-device D] [--quick]
                          [--op SUBSTR] [--out results.json] [--wick-json FILE]
@@ -12,7 +12,7 @@ usage: bench/vs_torch.py [--wick build/wick] [--device cuda:0] [--wick-device D]
    2 * bytes / time) and prints each bandwidth-bound case as a fraction of it.
 
 Both sides use the same bytes and flops per call (wick's JSON), so ratio = torch time / wick time:
-above 1 means wick is faster, for every unit (GB/s, TFLOP/s and us/op alike). Targets are issue 4's;
+above 1 means wick is faster, for every unit (GB/s, TFLOP/s and us/op alike). Targets are TARGETS below;
 with --quick the shapes shrink and the targets mean nothing (the run is a smoke test).
 """
 import argparse
@@ -28,7 +28,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Issue 4's targets, by the case's op. ratio: torch time / wick time at least this; copy_frac: wick's
+# The speed each op aims for beside PyTorch, by the case's op. ratio: torch time / wick time at least this; copy_frac: wick's
 # GB/s at least this fraction of the copy bandwidth measured with PyTorch; max_us: wick's us/op at
 # most this. Ops not listed are reported without a target.
 _ELEMENTWISE = {"ratio": 0.95, "copy_frac": 0.85}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Per-kernel register/scratch usage of wick's AMD GPU code, from hip-clang's own remarks
 # (-Rpass-analysis=kernel-resource-usage). Prints, per target, how many kernels use scratch, spill VGPRs, and the
-# lowest occupancy, with the worst kernels by name. Exits 1 when any kernel uses scratch on any target (issue 11 s.3:
-# scratch is private memory in VRAM, i.e. spills or stack objects that were not promoted to registers).
+# lowest occupancy, with the worst kernels by name. Exits 1 when any kernel uses scratch on any target
+# (scratch is private memory in VRAM, i.e. spills or stack objects that were not promoted to registers).
 #
 # usage: scripts/amd_resource_usage.sh --log BUILD_LOG [TARGET...]     (what CI runs: parse only, seconds)
 #        scripts/amd_resource_usage.sh BUILD_DIR [TARGET...]           (recompile, minutes per target)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# wick consumed as a package, the way another project would (issue 7, section 4):
+# wick consumed as a package, the way another project would:
 #   1. static (the default): configure, build, `cmake --install` into a prefix; build examples/api_tour,
 #      examples/safetensors_ops and examples/llm_generate (wick::llm) against it with find_package(wick)
 #      and run them (each checks its own results and exits non-zero when one is wrong); the installed
 #      `wick` tool runs;
 #   2. pkg-config: one compile of examples/api_tour with `pkg-config --cflags --libs wick`, and of
 #      examples/llm_generate with `wick-llm`, run;
-#   3. shared (-DBUILD_SHARED_LIBS=ON): install into a second prefix, build and run both examples;
+#   3. shared (-DBUILD_SHARED_LIBS=ON): install into a second prefix, build and run the examples;
 #   4. subproject: examples/subproject add_subdirectory's this tree with GoogleTest hidden
 #      (CMAKE_DISABLE_FIND_PACKAGE_GTest): it must configure, build and run without it.
 # Usage: bash scripts/ci_examples.sh [WORK_DIR]   (default build-examples/, emptied first)

@@ -164,7 +164,7 @@ mkdir -p "$logs"
 # forky's three are one target per device-code path of src/ops/capabilities.hpp: gfx942 (64-lane
 # waves, sdot4), gfx1030 (32 lanes, sdot4), gfx1100 (32 lanes, sudot4; gfx12 takes the same paths).
 # gfx90a, the 64-lane target where the older compiler spills first, is trixie's; gfx1201 and gfx90a
-# left forky in stop 36 for CI's time (both compiled with no scratch in every run before). .ci/run
+# are not in forky's default list, to keep CI's time (both compile there with no scratch). .ci/run
 # calls this once per build, in its priority order.
 for suite in ${WICK_CI_ROCM_SUITES-forky trixie}; do
   case "$suite" in

@@ -32,12 +32,12 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_stack_use_after_retur
 export LSAN_OPTIONS="suppressions=$supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:report_error_type=1"
 # OpenBLAS would start one thread per core in every test binary while ctest runs them in
-# parallel; single-threaded BLAS keeps the run fast. wick's own OpenMP loops keep their threads.
+# parallel; single-threaded BLAS keeps the run fast. wick's own thread pool keeps its threads.
 export OPENBLAS_NUM_THREADS=1
 
-# Measured on this 2-core machine (g++ 12, no ccache), stop 36's tree: build 440 s at -O0 (928 s at
-# -O1), the suites one process per binary 194 s (ctest's one process per case, at -O1: ~330 s for
-# half of them), `wick check --device cpu` 86 s: ~720 s in all, against 1,309-1,923 s in the last laps.
+# -O0 and one process per test binary keep this step short: on a 2-core machine (g++ 12, no ccache)
+# the build took 440 s at -O0 (928 s at -O1), the suites one process per binary 194 s (ctest's one
+# process per case, at -O1: ~330 s for half of them), `wick check --device cpu` 86 s.
 t1=$SECONDS
 # The GoogleTest suites: each test_* binary runs once with all its cases, not as ctest's one process
 # per case (an instrumented process takes ~1 s to start, which was most of this step's test time);
