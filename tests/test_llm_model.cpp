@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -245,6 +246,27 @@ TEST(LlmModel, FamilyTensorsAreRequiredInEveryLayer) {
   save_safetensors(st, (d / "model.safetensors").string());
   const std::string w = what_of([&] { Model::load(d.string(), f32_cpu()); });
   EXPECT_NE(w.find("missing tensor model.layers.0.self_attn.q_norm.weight"), std::string::npos) << w;
+}
+
+// A file claiming far more layers than it holds (llama.block_count = 2^24) fails at the first
+// missing layer, naming its tensor, without allocating for the layers it claims (over 16 GB of
+// layer objects and names before this was checked).
+TEST(LlmModel, LayerCountBeyondTheTensorsFailsAtTheFirstMissingLayer) {
+  const GGUFFile f = GGUFFile::open(kDev + "dev_llama/model.gguf");
+  const size_t held = Model::load(kDev + "dev_llama/model.gguf", f32_cpu())->config().n_layers;
+  std::vector<std::pair<std::string, GGUFValue>> meta;
+  for (const auto& [k, v] : f.metadata())
+    if (k.rfind("GGUF.", 0) != 0)
+      meta.emplace_back(k, k == "llama.block_count" ? GGUFValue::of_u32(uint32_t(1) << 24) : v);
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (const auto& t : f.tensors()) ts.emplace_back(t.name, f.load(t.name));
+  const std::string path = test::tmp_path("many_layers.gguf");
+  save_gguf(path, meta, ts);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string w = what_of([&] { Model::load(path, f32_cpu()); });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(w.find("missing tensor blk." + std::to_string(held) + ".attn_norm.weight"), std::string::npos) << w;
+  EXPECT_LT(s, 5.0);
 }
 
 // An architecture outside the table: the error lists every supported one, for both file kinds.

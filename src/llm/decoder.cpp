@@ -34,9 +34,11 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   rope_ = RopeTable(rope_inverse_frequencies(c, freq_factors), device_, dtype_);
 
   // The bytes to load, for the progress callback: every tensor of the file that a layer may read.
+  // The layers the file holds, not the count it claims: a file that claims more fails below, at the
+  // first missing tensor, having allocated only for the layers before it.
   std::vector<std::string> names = {"token_embd.weight", "output_norm.weight"};
   if (!c.tie_embeddings) names.push_back("output.weight");
-  for (size_t l = 0; l < c.n_layers; ++l)
+  for (size_t l = 0; l < c.n_layers && src.has("blk." + std::to_string(l) + ".attn_norm.weight"); ++l)
     for (const char* p : {"attn_norm.weight", "ffn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
                           "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "attn_q.bias",
                           "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_q_norm.weight", "attn_k_norm.weight"})
@@ -47,10 +49,10 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   WeightLoader ld(src, o.device, dtype_, o.progress, total);
 
   embed_.load(ld, src, c.vocab_size, c.hidden, dtype_);
-  layers_.resize(c.n_layers);
   for (size_t l = 0; l < c.n_layers; ++l) {
-    layers_[l].attn.load(ld, l, spec.attn, fusions_);
-    layers_[l].mlp.load(ld, l, c.hidden, c.intermediate, c.rms_eps, fusions_);
+    Layer& L = layers_.emplace_back();
+    L.attn.load(ld, l, spec.attn, fusions_);
+    L.mlp.load(ld, l, c.hidden, c.intermediate, c.rms_eps, fusions_);
   }
   head_.load(ld, c.hidden, c.vocab_size, c.rms_eps, c.tie_embeddings ? &embed_ : nullptr);
   weight_bytes_ = ld.bytes();
