@@ -11,8 +11,8 @@
 
 namespace wick::llm::detail {
 
-// Which fused kernels a forward of `rows` tokens runs: the model's DecodeOptions where the device
-// has the fused kernels (a GPU), one-token steps only.
+// Which fused kernels a forward runs: the model's DecodeOptions where the device has the fused
+// kernels (a GPU); the Q8_1 and norm-in-product choices also depend on the rows (one-token steps).
 class Fusions {
  public:
   Fusions(Device device, const DecodeOptions& o) : gpu_(device.is_gpu()), o_(o) {}
