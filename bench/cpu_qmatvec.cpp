@@ -32,6 +32,7 @@
 
 #include "backend/cpu/qdot.hpp"
 #include "backend/cpu/thread_pool.hpp"
+#include "backend/options.hpp"
 #include "wick/quant.hpp"
 #include "wick/wick.hpp"
 
@@ -254,12 +255,16 @@ int main(int argc, char** argv) {
       const Tensor x = Tensor::randn({m, 4096}, DType::F32, Device::cpu(), 3);
       const int r = m >= 512 ? 3 : std::max(3, reps / 4);
       const double si = time_matmul(w, x, r, nullptr).best;
-      // Up to 8 rows every switch takes the row kernels: the default's time stands for them.
-      setenv("WICK_QMATMUL_PATH", "rows", 1);
+      // Up to 8 rows every path is the row kernels: the default's time stands for them.
+      const backend::Options saved = backend::options();
+      backend::Options o = saved;
+      o.qmatmul_path = backend::QMatmulPath::Rows;
+      backend::set_options(o);
       const double sr = m > 8 ? time_matmul(w, x, r, nullptr).best : si;
-      setenv("WICK_QMATMUL_PATH", "sgemm", 1);
+      o.qmatmul_path = backend::QMatmulPath::Sgemm;
+      backend::set_options(o);
       const double sb = m > 8 ? time_matmul(w, x, r, nullptr).best : si;
-      unsetenv("WICK_QMATMUL_PATH");
+      backend::set_options(saved);
       const double fl = 2.0 * double(m) * 4096 * 4096;
       std::printf("%-7s %5zu %10.3f %10.1f %10.3f %10.1f %10.3f %10.1f\n", ggml_type_name(t), m, si * 1e3,
                   fl / si / 1e9, sr * 1e3, fl / sr / 1e9, sb * 1e3, fl / sb / 1e9);

@@ -57,10 +57,11 @@ int main() {
   for (DType dt : {DType::F16, DType::BF16}) {
     const bool is_bf16 = dt == DType::BF16;
     fill_half<<<64, 256, 0, s>>>(x, 11008, 99, is_bf16);
-    std::printf("\n%s: tuned R=%d, %d threads (f16 rows whose last round of loads is at most half full: R=%d, %d threads "
-                "unless WICK_MV_CHOICE=off); best of R in 1/2/4 x 64/128/256 threads; then every choice's us\n",
-                dtype_name(dt), gpu::tune::kMvRows, gpu::tune::kMvBlock, gpu::tune::kMvHalfRoundRows,
-                gpu::tune::kMvHalfRoundBlock);
+    std::printf(
+        "\n%s: tuned R=%d, %d threads (f16 rows whose last round of loads is at most half full: R=%d, %d "
+        "threads); best of R in 1/2/4 x 64/128/256 threads; then every choice's us\n",
+        dtype_name(dt), gpu::tune::kMvRows, gpu::tune::kMvBlock, gpu::tune::kMvHalfRoundRows,
+        gpu::tune::kMvHalfRoundBlock);
     std::printf("%-13s %-12s %8s %9s %8s %9s %8s %s\n", "shape", "k x n", "W MiB", "tuned us", "% copy", "best us",
                 "% copy", "best choice");
     std::vector<double> sum_by(cfgs.size(), 0.0);

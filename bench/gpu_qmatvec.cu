@@ -119,9 +119,9 @@ int main() {
   for (int r : {1, 2, 4, 8})
     for (int th : {64, 128, 256}) cfgs.push_back({r, th});
   std::printf(
-      "one row of x: the default path (\"tuned\": the staged kernel for Q4_0 / Q8_0 unless WICK_QMV_STAGED=0, else R=%d, "
-      "%d threads; some types and shapes otherwise, tuning.hpp's kQmvQ4K*, kQmvShort*, kQmvLongK*, unless "
-      "WICK_QMV_CHOICE=off) and the best of R in 1/2/4/8 x 64/128/256 threads; then every choice's us\n",
+      "one row of x: the default path (\"tuned\": the staged kernel for Q4_0 / Q8_0 unless WICK_QMV_STAGED=0, "
+      "else R=%d, %d threads; some types and shapes otherwise, tuning.hpp's kQmvQ4K*, kQmvShort*, kQmvLongK*) "
+      "and the best of R in 1/2/4/8 x 64/128/256 threads; then every choice's us\n",
       tune_rows1(), tune_block());
   std::printf("%-6s %-16s %8s %9s %8s %9s %8s %s\n", "type", "m x k x n", "W MiB", "tuned us", "% copy", "best us",
               "% copy", "best choice");

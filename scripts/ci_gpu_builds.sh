@@ -29,15 +29,38 @@ cuda_build="${WICK_CI_CUDA_BUILD:-/tmp/wick-ci-cuda}"
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
 
+# rm -rf crosses mount points, bind mounts of the checkout included (rocm_root.sh mounts it in
+# each root): refuse a path that is a mount point or holds one.
+remove_tree() {  # dir
+  local p
+  p="$(realpath -m "$1")"
+  if findmnt -rn -o TARGET | awk -v p="$p" '$0 == p || index($0, p "/") == 1 { found = 1 } END { exit !found }'; then
+    echo "FAIL: $p is or holds a mount point; not removing it (unmount first: bash scripts/rocm_root.sh --unmount)"
+    exit 1
+  fi
+  $sudo rm -rf "$p"
+}
+
 # A build folder configured from another checkout (an earlier run's clone) is emptied first:
 # CMake refuses to reuse a cache made for a different source directory.
 reuse_or_clear() {  # build-dir source-dir
   local cache="$1/CMakeCache.txt"
   if [ -f "$cache" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$2" "$cache"; then
     echo "== $1 was configured for another source tree; starting it afresh"
-    $sudo rm -rf "$1"
+    remove_tree "$1"
   fi
 }
+
+# The root a ROCm build is using, left on return or exit: /proc and the checkout's bind mount
+# unmounted, so nothing of the checkout stays reachable through the root.
+in_use_root="" in_use_suite=""
+leave_root() {
+  [ -n "$in_use_root" ] || return 0
+  $sudo umount "$in_use_root/proc" 2>/dev/null || true
+  WICK_ROCM_SUITE="$in_use_suite" WICK_ROCM_ROOT="$in_use_root" bash scripts/rocm_root.sh --unmount || true
+  in_use_root="" in_use_suite=""
+}
+trap leave_root EXIT
 
 # A build's output goes to a log (the ROCm remarks are ~10^5 lines); on failure this prints what
 # failed, without the remarks (each remark line and the source lines clang quotes under it).
@@ -56,12 +79,14 @@ show_failure() {  # log
 rocm_build_in() {  # suite targets ctest [cmake build targets: all when empty]
   local suite="$1" targets="$2" run_ctest="$3" only="${4:-}" root build="$rocm_build-$1" log="$logs/rocm-$1-build.log"
   root="$(WICK_ROCM_SUITE=$suite bash scripts/rocm_root.sh | tail -n 1)"
+  in_use_root="$root" in_use_suite="$suite"
+  trap leave_root RETURN
   reuse_or_clear "$root$build" /src/wick
-  # A clean environment inside the root: nothing of the host's compilers or cache settings.
+  # A clean environment inside the root: nothing of the host's compilers or cache settings. The
+  # checkout at /src/wick is read-only: the build and its ctest write under $build (/tmp).
   # /proc is mounted for the build: hipconfig reads /proc/self/exe.
   in_root() { $sudo chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
   mountpoint -q "$root/proc" || $sudo mount -t proc proc "$root/proc"
-  trap '$sudo umount "$root/proc" 2>/dev/null || true' RETURN
 
   echo "== ROCm ($suite) build in $root:$build for $targets${only:+ (targets: $only)} (-j$jobs), output in $log"
   local t0=$SECONDS

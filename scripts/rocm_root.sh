@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Creates (or reuses) a Debian root holding ROCm's hipcc and rocBLAS, for the HIP build of wick
-# (Debian 12 hosts have no usable ROCm), and bind-mounts this repository at ROOT/src/wick. Needs
-# root (debootstrap, chroot, mount); about 75 s and 3.5 GB the first time.
+# (Debian 12 hosts have no usable ROCm), and bind-mounts this repository read-only at ROOT/src/wick
+# (builds inside the root write their output elsewhere, e.g. ROOT/tmp). Needs root (debootstrap,
+# chroot, mount); about 75 s and 3.5 GB the first time.
 #   WICK_ROCM_SUITE=trixie (default): Debian 13, ROCm 5.7 (clang 17), what Debian stable users have.
 #   WICK_ROCM_SUITE=forky: Debian testing, HIP 6.4 / hipcc 7 on clang 21, rocBLAS 6.4 (RDNA4 targets).
 #     debootstrap has no forky script (sid's is used with the suite name), and the testing mirror's
 #     Release file may be past its Valid-Until date, so apt in the root does not check it.
-# Usage: bash scripts/rocm_root.sh   (WICK_ROCM_ROOT overrides /var/tmp/wick-rocm-root or
-# /var/tmp/wick-rocm-forky)
-# Progress goes to stderr; the last line of stdout is ROOT. The bind mount is left in place.
+# Usage: bash scripts/rocm_root.sh                make or reuse ROOT, mount the repository there
+#        bash scripts/rocm_root.sh --unmount      unmount ROOT/src/wick (when the caller is done)
+#        bash scripts/rocm_root.sh --mount-only   only the mount, in an existing ROOT (no packages)
+#   WICK_ROCM_ROOT overrides /var/tmp/wick-rocm-root or /var/tmp/wick-rocm-forky.
+# Progress goes to stderr; the last line of stdout is ROOT. The read-only bind mount stays in place
+# for the caller's chroot commands: unmount it with --unmount when done (scripts/ci_gpu_builds.sh
+# does so on leaving each build). Never rm -rf under ROOT/src while it is mounted: `rm` crosses bind
+# mounts, and a writable one would take the checkout with it.
 set -euo pipefail
+action=mount
+case "${1:-}" in
+  "") ;;
+  --unmount) action=unmount ;;
+  --mount-only) action=mount-only ;;
+  *) echo "rocm_root: unknown argument '$1' (none, --unmount or --mount-only)" >&2; exit 1 ;;
+esac
 repo="$(cd "$(dirname "$0")/.." && pwd -P)"
 suite="${WICK_ROCM_SUITE:-trixie}"
 case "$suite" in
@@ -32,6 +45,45 @@ root="$(realpath -m "$root")"
 case "$root/" in
   "$repo"/*) die "WICK_ROCM_ROOT=$root lies inside the repository; the bind mount would recurse. Pick a path outside $repo" ;;
 esac
+mnt="$root/src/wick"
+
+# The read-only bind mount of the repository at $mnt.
+is_ro_mount() { findmnt -n -o OPTIONS --target "$1" 2>/dev/null | tr ',' '\n' | grep -qx ro; }
+unmount_repo() {
+  if mountpoint -q "$mnt"; then
+    $sudo umount "$mnt"
+    say "unmounted $mnt"
+  fi
+}
+mount_repo_ro() {
+  $sudo mkdir -p "$mnt"
+  if mountpoint -q "$mnt" && [ "$(stat -c %d:%i "$mnt")" != "$(stat -c %d:%i "$repo")" ]; then
+    say "$mnt showed another checkout (an earlier run's); remounting this one"
+    $sudo umount "$mnt"
+  fi
+  if mountpoint -q "$mnt" && ! is_ro_mount "$mnt"; then
+    say "$mnt was mounted read-write; remounting it read-only"
+    $sudo mount -o remount,bind,ro "$mnt"
+  fi
+  if ! mountpoint -q "$mnt"; then
+    $sudo mount --bind "$repo" "$mnt"
+    # A bind mount takes the source's flags; ro needs the remount. Left writable, it is undone.
+    $sudo mount -o remount,bind,ro "$mnt" || { $sudo umount "$mnt"; die "could not make $mnt read-only"; }
+    say "mounted $repo read-only at $mnt"
+  fi
+  is_ro_mount "$mnt" || { $sudo umount "$mnt"; die "$mnt is not read-only after mounting; unmounted it"; }
+}
+
+if [ "$action" = unmount ]; then
+  unmount_repo
+  exit 0
+fi
+if [ "$action" = mount-only ]; then
+  [ -d "$root" ] || die "--mount-only: $root does not exist"
+  mount_repo_ro
+  echo "$root"
+  exit 0
+fi
 $sudo mkdir -p "$root"
 
 # The host's own Debian mirror: the first URIs: line of the deb822 sources, else the first
@@ -82,15 +134,6 @@ else
   say "root ready in $((SECONDS - t0)) s"
 fi
 
-# The repository at ROOT/src/wick: reuse a bind mount of this same directory, refuse another.
-mnt="$root/src/wick"
-$sudo mkdir -p "$mnt"
-if mountpoint -q "$mnt" && [ "$(stat -c %d:%i "$mnt")" != "$(stat -c %d:%i "$repo")" ]; then
-  say "$mnt showed another checkout (an earlier run's); remounting this one"
-  $sudo umount "$mnt"
-fi
-if ! mountpoint -q "$mnt"; then
-  $sudo mount --bind "$repo" "$mnt"
-  say "mounted $repo at $mnt"
-fi
+# The repository at ROOT/src/wick, read-only: reuse a bind mount of this same directory, replace another.
+mount_repo_ro
 echo "$root"

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backend/cpu/qdot.hpp"
+#include "backend/options.hpp"
 #include "ops/quant_blocks.hpp"
 #include "ops/quant_encode.hpp"
 #include "test_util.hpp"
@@ -199,13 +200,17 @@ TEST_P(QMatmulCpu, EveryBatchAndLevelWithinTheActivationBound) {
     // The other paths for more than 8 rows: W dequantized, f32 sgemm (no activation error); and
     // the row kernels where the AVX-512 level has a panel kernel (WICK_QMATMUL_PATH=rows).
     if (m > 8) {
-      setenv("WICK_QMATMUL_PATH", "sgemm", 1);
+      const backend::Options saved = backend::options();
+      backend::Options o = saved;
+      o.qmatmul_path = backend::QMatmulPath::Sgemm;
+      backend::set_options(o);
       const Tensor y = W.matmul_t(x);
       check(t, xv, w, test::values(y), m, n, k, DType::F32,
             std::string(ggml_type_name(t)) + " m=" + std::to_string(m) + " sgemm");
-      setenv("WICK_QMATMUL_PATH", "rows", 1);
+      o.qmatmul_path = backend::QMatmulPath::Rows;
+      backend::set_options(o);
       const Tensor yr = W.matmul_t(x);
-      unsetenv("WICK_QMATMUL_PATH");
+      backend::set_options(saved);
       const Result rr = check(t, xv, w, test::values(yr), m, n, k, DType::F32,
                               std::string(ggml_type_name(t)) + " m=" + std::to_string(m) + " rows");
       EXPECT_LT(rr.tightness, 0.08) << ggml_type_name(t) << " m=" << m << " rows";

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/options.hpp"
 #include "backend/storage.hpp"
 #include "ops/quant_blocks.hpp"
 #include "ops/quant_encode.hpp"
@@ -241,7 +242,7 @@ TEST(GpuQMatVec, StagedShapes) {
 // One row of x on the per-type / per-shape choices of qmatmul.cu's one_row_choice (tuning.hpp:
 // kQmvShort*, kQmvQ4K*, kQmvLongK*): 8 (Q4_0) and 4 (Q4_K) rows per block over many short rows, the
 // last block part full; Q4_K's 4 rows over rows of 4096; Q4_0 / Q8_0 past the staged kernel's
-// portion. WICK_QMV_CHOICE=off runs the same shapes on the defaults.
+// portion.
 TEST(GpuQMatVec, OneRowChoices) {
   run_case({GGMLType::Q4_0, 1, 8197, 2048, DType::F32, false});
   run_case({GGMLType::Q4_K, 1, 8194, 2048, DType::F16, false});
@@ -254,14 +255,14 @@ TEST(GpuQMatVec, OneRowChoices) {
 // norm computed in f64 on the host from that sum (h_j = s_j / sqrt(mean(s^2) + eps) * w_j), with
 // the kernel's h rounded to the dtype (one rounding, u |h_j|) and its rstd in f32 added to the
 // bound. Where the staged kernel takes the shape the backend's fused entry must run (not return
-// null, which would fall back to the two ops) unless a knob turned it off; k = 2048 and Q4_K take
-// the two ops.
+// null, which would fall back to the two ops) unless Options::qmv_unstaged (WICK_QMV_STAGED=0) turned it off; k = 2048
+// and Q4_K take the two ops.
 struct NormCase {
   GGMLType type;
   size_t n, k;
   DType dtype;
   bool residual;
-  bool fused;  // the staged kernel takes it (with the knobs unset)
+  bool fused;  // the staged kernel takes it (with the switches of backend/options.hpp unset)
 };
 
 void run_norm_case(const NormCase& c) {
@@ -283,9 +284,8 @@ void run_norm_case(const NormCase& c) {
   const Tensor wn = Tensor::from_vector(nw, {c.k}).to_dtype(c.dtype);
   const Tensor xg = xh.to_device(gpu()), rg = rh.to_device(gpu()), wng = wn.to_device(gpu());
 
-  const auto knob_off = [](const char* k) { return std::getenv(k) && std::string(std::getenv(k)) == "0"; };
-  const bool off = knob_off("WICK_QMV_STAGED") || knob_off("WICK_QMV_NORM");
-  if (c.fused && !off) {  // the backend's fused entry itself, so a silent fallback cannot pass
+  if (c.fused &&
+      !backend::options().qmv_unstaged) {  // the backend's fused entry itself, so a silent fallback cannot pass
     NormArgs a;
     a.eps = eps;
     a.rms = true;
@@ -341,7 +341,7 @@ TEST(GpuQMatVec, NormInsideTheProduct) {
   run_norm_case({GGMLType::Q8_0, 8192, 4096, DType::F32, true, true});   // 2 / 8
   run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F16, true, true});   // 2 / 8
   // 4 / 16: past the prologue's 8 at 128 threads, where the fused entry declines (the two ops run)
-  run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F32, true, std::getenv("WICK_QMV_NORM_BLOCK") == nullptr});
+  run_norm_case({GGMLType::Q4_0, 8192, 8192, DType::F32, true, backend::options().qmv_norm_block == 0});
   run_norm_case({GGMLType::Q4_0, 8192, 2048, DType::F16, true, false});  // the two ops
   run_norm_case({GGMLType::Q4_K, 8192, 4096, DType::F16, true, false});
 }

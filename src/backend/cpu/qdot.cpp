@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/options.hpp"
 #include "ops/quant_blocks.hpp"
 #include "ops/quant_encode.hpp"
 #include "wick/error.hpp"
@@ -231,9 +232,8 @@ Isa active_isa() {
   int v = g_isa.load(std::memory_order_relaxed);
   if (v >= 0) return Isa(v);
   Isa isa = best_isa();
-  if (const char* e = std::getenv("WICK_CPU_ISA")) {
-    const std::string s = e;
-    Isa want = s == "scalar" ? Isa::Scalar : s == "avx2" ? Isa::Avx2 : s == "avx512" ? Isa::Avx512 : isa;
+  if (const backend::CpuIsa e = backend::options().cpu_isa; e != backend::CpuIsa::Auto) {
+    const Isa want = e == backend::CpuIsa::Scalar ? Isa::Scalar : e == backend::CpuIsa::Avx2 ? Isa::Avx2 : Isa::Avx512;
     if (int(want) < int(isa)) isa = want;  // more than the CPU has: the best it has
   }
   g_isa.store(int(isa), std::memory_order_relaxed);

@@ -24,6 +24,7 @@
 #include "backend/cpu/cpu_storage.hpp"
 #include "backend/cpu/qdot.hpp"
 #include "backend/cpu/thread_pool.hpp"
+#include "backend/options.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/quant_blocks.hpp"
 #include "ops/quant_encode.hpp"
@@ -33,13 +34,10 @@ namespace {
 
 constexpr size_t kMaxMatvecRows = 8;  // rows one kernel call takes (qdot::RowDot)
 
-// WICK_QMATMUL_PATH picks the path of m > 8 rows, for measuring (bench/cpu_qmatvec.cpp) and for the
-// tests of every path: "sgemm" dequantize + sgemm, "rows" the row kernels where a panel kernel
-// exists. Read on every call, which costs nothing next to such a matmul.
-bool many_rows_path_is(const char* name) {
-  const char* e = std::getenv("WICK_QMATMUL_PATH");
-  return e && std::string(e) == name;
-}
+// Options::qmatmul_path (WICK_QMATMUL_PATH) picks the path of m > 8 rows, for measuring
+// (bench/cpu_qmatvec.cpp) and for the tests of every path: sgemm dequantize + sgemm, rows the row
+// kernels where a panel kernel exists. Read on every call, which costs nothing next to such a matmul.
+bool many_rows_path_is(backend::QMatmulPath path) { return backend::options().qmatmul_path == path; }
 
 // buf grown to at least `bytes` + 64 and its first 64-byte aligned byte.
 uint8_t* aligned64(std::vector<uint8_t>& buf, size_t bytes) {
@@ -308,7 +306,8 @@ void matvec(const QuantDims& q, const uint8_t* w, size_t row_bytes, const Activa
   if (m <= kMaxMatvecRows) return matvec_shares(q, w, row_bytes, a, m, dt, y);
   const qdot::PanelKernel pk = qdot::panel_kernel(q.type, qdot::active_isa());
   // The gathers index rows by int32 byte offsets: 15 rows apart must fit.
-  if (pk.pack && row_bytes * (qdot::kPanelRows - 1) < (size_t(1) << 31) && !many_rows_path_is("rows"))
+  if (pk.pack && row_bytes * (qdot::kPanelRows - 1) < (size_t(1) << 31) &&
+      !many_rows_path_is(backend::QMatmulPath::Rows))
     return panel_gemm(pk, q, w, row_bytes, a, m, dt, y);
   struct Ctx {
     qdot::RowDot kern;
@@ -380,7 +379,7 @@ StoragePtr CpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layou
     std::memset(out->data(), 0, m * n * dtype_size(x.dtype()));
     return out;
   }
-  if (m <= kMaxMatvecRows || !many_rows_path_is("sgemm")) {
+  if (m <= kMaxMatvecRows || !many_rows_path_is(backend::QMatmulPath::Sgemm)) {
     // The activation buffer is kept per calling thread, so a decode step allocates nothing but
     // its output; one of more than 4 MiB (a long prefill) is given back after the call.
     thread_local Activations kept;

@@ -41,13 +41,32 @@ int resident_blocks(int ordinal, const void* kernel, int block, size_t smem) {
   return n;
 }
 
+size_t static_smem(const void* kernel) {
+  static std::mutex mu;
+  static std::map<const void*, size_t> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (auto it = known.find(kernel); it != known.end()) return it->second;
+  gpuFuncAttributes attr{};
+  size_t bytes = 0;
+  if (gpuFuncGetAttributes(&attr, kernel) == gpuSuccess)
+    bytes = size_t(attr.sharedSizeBytes);
+  else
+    (void)gpuGetLastError();
+  known.emplace(kernel, bytes);
+  return bytes;
+}
+
+void allow_dynamic_smem(const void* kernel, size_t dynamic, const char* what) {
+  if (dynamic + static_smem(kernel) <= kUnaskedSmem) return;
+  check(gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(dynamic)),
+        (std::string(what) + ": shared memory size").c_str());
+}
+
 bool pdl_allowed(const void* kernel) {
 #if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
   (void)kernel;  // AMD has no such launch; its emulation launches as AMD would
   return false;
 #else
-  static const bool enabled = tune::knob("WICK_PDL") != "0";
-  if (!enabled) return false;
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();

@@ -1,21 +1,14 @@
 #pragma once
 // Every tuning constant of the GPU kernels, in one place, per vendor. The NVIDIA values were
-// chosen for Hopper and their speed measured on an H200 beside PyTorch (docs/performance.md;
-// few were swept: the session had 30 minutes of GPU time). The AMD values are NOT measured
+// chosen for Hopper; where one was measured, its comment gives the device (H100 or H200), the
+// bench command and the numbers; the others are first choices. The AMD values are not measured
 // (no AMD GPU is reachable): they follow AMD's published guidance (64-lane wavefronts on CDNA, 32 on RDNA,
 // 64 KiB of LDS per workgroup, 256-thread workgroups as the default) and keep every block a
 // multiple of 64 threads so both wave widths fill whole wavefronts.
-#include <cstdlib>
-#include <string>
+// Decode speeds (tg128, t/s) are `wick bench-llm FILE -p 0 -n 128 -r 3` on the 1.1B and 7B model
+// files of bench/llm_vs_llamacpp.sh; "@ d8192" adds `-d 8192`.
 
 namespace wick::gpu::tune {
-
-// An A/B knob (docs/gpu.md lists them): the environment variable's value, "" when unset. Callers
-// read it once, into a function-local static, so a knob costs nothing per launch.
-inline std::string knob(const char* name) {
-  const char* e = std::getenv(name);
-  return e ? e : "";
-}
 
 // The AMD values also serve the AMD emulation on NVIDIA (-DWICK_GPU_EMULATE, docs/gpu.md).
 #if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
@@ -54,7 +47,8 @@ inline constexpr long long kAttnScoreBytes = 256ll << 20;
 inline constexpr int kAttnRowBlock = 256;  // multiple of 64
 // Decode attention (kernels/attention_decode.cu: up to kAttnDecodeRows query rows per KV head, the
 // keys split over blocks): keys per block, one per thread in the score pass. First choice, measured
-// only as a whole on an H100 (docs/performance.md): 8192 keys of a 4-KV-head model make 128 blocks.
+// only as a whole on an H100 (wick bench-llm tg128 @ d8192): 8192 keys of a 4-KV-head model make 128
+// blocks.
 inline constexpr int kAttnDecodeKeys = 256;
 inline constexpr int kAttnDecodeRows = 8;
 inline constexpr int kAttnDecodeMaxDim = 256;
@@ -70,23 +64,26 @@ inline constexpr int kAttnDecodePvVecRows = 4;
 // H200 the 1.1B shape's 8 rows at 8,192 keys took 17.2 us in groups of 2 against 20.9 in groups of 4,
 // whose 4 rows' registers left 3 blocks per SM); keys each lane loads per step; and steps of loads
 // in flight through a shared-memory ring (cp.async, NVIDIA sm_80+; AMD and older NVIDIA load into
-// registers). H200 sweep (bench/gpu_attention_decode, docs/performance.md): 3 stages x 4 keys.
+// registers). H200 sweep of stages x keys (bench/gpu_attention_decode, us per call): 3 x 4 took the
+// 7B shape at 8,192 keys from 52.2 to 42.9 us and the 1.1B shape from 26.1 to 17.2.
 inline constexpr int kAttnDecodeStreamBlock = 128;
 inline constexpr int kAttnDecodeStreamRows = 4;
 inline constexpr int kAttnDecodeStreamGroup = 2;
 inline constexpr int kAttnDecodeStreamKeys = 4;
 inline constexpr int kAttnDecodeStreamStages = 3;
 // Runs per row from which the merge splits them over its block's threads (decode_merge_wide_kernel)
-// instead of one thread walking every run of a column. First choice, H200 A/B in docs/performance.md.
+// instead of one thread walking every run of a column. H200, tg128 @ d8192 on the runs kernel: 1.1B
+// Q4_0 +2-5%, 1.1B F16 +3.5%, 7B Q4_0 flat.
 inline constexpr int kAttnDecodeWideMergeRuns = 16;
 // Its runs are sized on the device to fill the GPU once; never fewer keys than this (a multiple of
 // every block's keys per step).
 inline constexpr int kAttnDecodeStreamMinRun = 32;
 // A cache view of at most this many keys (a recorded step's short view, llm/llama.cpp's kShortView:
 // llama-bench's tg128) takes the streaming kernel as one run per row group: its block walks every key
-// and writes the output, and no merge kernel is launched. 0: never. WICK_DECODE_ONE_RUN=<keys> sets
-// it (0 for the runs above). H200 A/B, tg128 t/s: 7B Q4_0 497.6 / 494.5 -> 503.8 / 505.7, 7B F16
-// 244.9 / 244.9 -> 245.4 / 245.3 (the 1.1B shape takes the tensor-core kernel and does not move).
+// and writes the output, and no merge kernel is launched. 0: never (Options::decode_one_run_keys,
+// WICK_DECODE_ONE_RUN, sets it for the tests). H200, tg128 t/s, without -> with: 7B Q4_0 497.6 /
+// 494.5 -> 503.8 / 505.7, 7B F16 244.9 / 244.9 -> 245.4 / 245.3 (the 1.1B shape takes the
+// tensor-core kernel and does not move).
 inline constexpr int kAttnDecodeOneRunKeys = 256;
 // The tensor-core decode kernel (decode_mma_kernel, NVIDIA sm_80+; 5 to 8 query rows per KV head,
 // d == dv in {64, 128}): warps per block (each walks its share of a run in tiles of 16 keys), tiles of
@@ -110,16 +107,10 @@ inline constexpr int kFlashKeys = 32;
 inline constexpr int kFlashMinBlocks = 2;
 // The Hopper kernel (kernels/attention_flash_wgmma.cu, sm_90a, d 128): warpgroups of 64 query rows
 // per block, keys per tile (S is one m64n64 accumulator: 32 floats a thread beside O's 64), and
-// whether a group issues S of the next tile before P V of this one (three stages). H200, f16, 32
-// heads (`bench/vs_torch.py --op attention`, TFLOP/s causal 4096 / full 1024; the mma.sync kernel
-// 263 / 301 in the same run): 2 groups 302 / 298 (taken), 2 pipelined 262 / 254, 3 groups 300 /
-// 227, 3 pipelined 280 / 208 (bench/results/flash_attention_wgmma_stop34_h200_2026-11-28.md). With stop 35's
-// fewer instructions a tile: 2 groups 318-321 / 312-314, 3 groups 312 / 233; 128-key tiles and a group-ordered
-// S issue were within the spread (flash_wgmma_variants_qmv_group_stop35_h200_2026-11-28.md). Until stop 45
-// ptxas serialized every wgmma of the pipelined variants (C7515) and hoisted its P V wait above the softmax;
-// with the masked tiles out of the overlapped loop and that wait after the barrier (four stages), and the
-// longest blocks first over all heads: 2 groups 377 / 338-342, 2 pipelined 402-430 / 356-358 (taken), 3
-// pipelined 409-445 / 277-278 (flash_wgmma_pipelined_stop45_h200_2026-12-04.md).
+// whether a group issues S of the next tile before P V of this one (four stages). H200, f16, 32
+// heads, `WICK_FLASH_WGMMA=2s|2p|3p python3 bench/vs_torch.py --wick build/wick --op attention`
+// (TFLOP/s causal 4096 / full 1024): 2 groups 377 / 338-342, 2 pipelined 402-430 / 356-358 (taken),
+// 3 pipelined 409-445 / 277-278. 128-key tiles were within the run-to-run spread of 64.
 inline constexpr int kFlashWgmmaGroups = 2;
 inline constexpr int kFlashWgmmaKeys = 64;
 inline constexpr bool kFlashWgmmaPipe = true;
@@ -177,15 +168,15 @@ inline constexpr int kMvRows = 1;
 inline constexpr int kMvUnroll = 4;
 // One f16 row of x whose rows leave the last round of a thread's kMvUnroll 16-byte loads at most
 // half full (k = 2048 and 5632 of the 1.1B shape): kMvHalfRoundRows rows per block of
-// kMvHalfRoundBlock threads, whose second row fills that round. H200 sweep (bench/gpu_matvec, stop
-// 25): 1.1B o 4.33 us vs 5.18 with R = 1, gate/up 15.4 vs 17.3, down 8.66 vs 9.81, head 35.9 vs
+// kMvHalfRoundBlock threads, whose second row fills that round. H200 sweep (bench/gpu_matvec): 1.1B
+// o 4.33 us vs 5.18 with R = 1, gate/up 15.4 vs 17.3, down 8.66 vs 9.81, head 35.9 vs
 // 44.1; the 7B shapes (k = 4096: one full round; 11008: the last 3/4 full) were best with R = 1,
 // and bf16 was not faster with R = 2.
 inline constexpr int kMvHalfRoundRows = 2;
 inline constexpr int kMvHalfRoundBlock = 128;
 // matmul_swiglu (the silu product in the matrix-vector epilogue: a gate row and its up row per
 // block) runs only where the plain product takes kMvHalfRoundRows = 2 rows anyway; elsewhere the
-// pair cost more than the silu_mul kernel it saves. H200 decode A/B (stop 26, tg128 t/s): 1.1B F16
+// pair cost more than the silu_mul kernel it saves. H200, tg128 t/s: 1.1B F16
 // fused 2 x 64 threads 830.6, 2 x 128 819, 4 x 128 789, unfused 805-815; 7B F16 (k = 4096, one row
 // per block unfused) fused 2 x 64 228.9, 2 x 128 228, 4 x 128 220, unfused 242.
 inline constexpr int kMvSwigluBlock = 64;
@@ -195,16 +186,16 @@ inline constexpr int kMvSwigluBlock = 64;
 // activation load, each thread taking kQmvUnroll chunks per round so several weight loads are in
 // flight. x rows are padded to 1, 2, 4 or 8 (fewer kernels; a padded row is zeros). NVIDIA: on an
 // H100, one row of x, 2 rows x 128 threads had the best mean of 1/2/4/8 rows x 64/128/256 threads
-// over the 20 bench cases (50.7% of copy bandwidth; the others 38-50%; bench/results/
-// gpu_qmatvec_h100_2026-11-23.txt). AMD unmeasured.
+// over the 20 cases of bench/gpu_qmatvec (50.7% of copy bandwidth; the others 38-50%). AMD
+// unmeasured.
 inline constexpr int kQmvMaxRows = 8;
 inline constexpr int kQmvBlock = 128;
 inline constexpr int kQmvMaxBlock = 256;  // the kernels' launch bound (the bench tries 64..256)
 inline constexpr int kQmvRows = 2;   // 2..8 rows of x
 inline constexpr int kQmvRows1 = 2;  // one row of x (1, 2, 4 or 8)
 inline constexpr int kQmvUnroll = 2;
-// One row of x: choices by type and shape where the sweep (bench/gpu_qmatvec on an H200, stop 25)
-// and the decode A/B (wick bench-llm tg128, same binary, WICK_QMV_CHOICE=off) agreed:
+// One row of x: choices by type and shape where the sweep (bench/gpu_qmatvec on an H200) and the
+// decode speed (tg128 against the kQmvRows1 x kQmvBlock default) agreed:
 // - Q4_K rows of at least kQmvQ4KLongK elements (the 7B shapes): kQmvQ4KLongRows rows of 128
 //   threads (11008 x 4096: 11.6 us vs 13.2 with 2 rows; 7B Q4_K tg128 451 vs 426 t/s); at k = 2048
 //   the 1.1B products with few rows were slower that way (2048 x 2048: 4.87 vs 4.57 us);
@@ -232,8 +223,8 @@ inline constexpr int kQmvQuantBlock = 256;  // activation quantization: 8 Q8_1 b
 // k >= kQmvStagedMinK and n >= kQmvStagedMinRows: on an H200 it beat qmv_kernel on 4096 x 11008 and
 // 4096 x 32000 (Q4_0 10.9 / 22.4 us vs 12.0 / 27.0, Q8_0 16.2 / 36.5 vs 17.3 / 40.5) and lost on
 // 4096 x 4096 Q4_0 (7.8 vs 6.7 us: one wave of blocks, fewer rows than warps to walk them) and on
-// the 1.1B shapes (k = 2048: the 1.1B Q4_0 / Q8_0 files 5% slower with every product staged)
-// (bench/results/llm_qmatvec_staged_h200_2026-11-27.md). AMD unmeasured.
+// the 1.1B shapes (k = 2048: the 1.1B Q4_0 / Q8_0 files 5% slower at tg128 with every product
+// staged). AMD unmeasured.
 inline constexpr int kQmvStagedBlock = 128;
 inline constexpr int kQmvStagedLoads = 9;
 inline constexpr int kQmvStagedMinK = 4096;
@@ -243,8 +234,9 @@ inline constexpr int kQmvStagedMinRows = 8192;
 // norm's weight across the block's reduction.
 inline constexpr int kQmvStagedNormChunks = 8;
 // Its threads per block (a multiple of 64; more threads, fewer blocks, each reading the row and the
-// norm's weight once), and the launch bound that covers every choice of WICK_QMV_NORM_BLOCK. H200,
-// 7B Q4_0 / Q8_0 tg128 t/s, norm kernel (WICK_QMV_NORM=0) vs 128 / 256 / 512 threads, two rounds:
+// norm's weight once), and the launch bound that covers every choice of Options::qmv_norm_block
+// (WICK_QMV_NORM_BLOCK). H200, 7B Q4_0 / Q8_0 tg128 t/s, a norm kernel before the product vs the
+// norm inside it at 128 / 256 / 512 threads, two rounds:
 // Q4_0 496-506 vs 486 / 526 / 540, Q8_0 360-363 vs 362 / 370-375 / 376-380 (at 128 threads five
 // blocks an SM each read the 24 KB of x, residual and weight from L2; at 512 one block does). AMD
 // unmeasured: 256, whose 42 KB of LDS fit the 64 KB a workgroup has (512 threads need 79 KB).

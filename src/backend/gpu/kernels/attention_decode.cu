@@ -25,13 +25,13 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/kernels/attention_decode.hpp"
 #include "backend/gpu/kernels/mma.cuh"
+#include "backend/options.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/numeric.hpp"
 #include "ops/positions.hpp"
@@ -320,7 +320,7 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_runs_kernel(DecodeArgs a) {
 // in a fixed order, and the block writes the run's (m, l, P V) as decode_runs_kernel does, for the
 // same merge. The runs kernel held every score of the run in shared memory between three barrier-
 // separated passes; at 8,192 keys of a 7B model it moved 2.0 TB/s with under one warp ready per
-// scheduler (docs/performance.md). Needs d == dv.
+// scheduler (ncu of bench/gpu_attention_decode). Needs d == dv.
 // With S > 0 stages the loads go through a ring in dynamic shared memory instead of registers
 // (cp.async on NVIDIA sm_80+): each thread keeps the next S - 1 steps' k and v vectors in flight
 // while it computes one, and reads back only the 16-byte slots it filled itself, so no barrier. At
@@ -853,18 +853,17 @@ __global__ void WICK_LAUNCH_BOUNDS(kDecBlock) decode_merge_wide_kernel(DecodeArg
 bool aligned_stride(int64_t stride, int64_t es) { return (stride * es) % 16 == 0; }
 
 // The streaming kernel for R rows, through the ring or loading into registers, and whether a
-// launch takes the ring: where cp.async exists (an NVIDIA build on sm_80+) unless
-// WICK_DECODE_STAGES=0 (the A/B knob: register loads on NVIDIA too).
+// launch takes the ring: where cp.async exists (an NVIDIA build on sm_80+) unless `registers`
+// (WICK_DECODE_STAGES=0: register loads on NVIDIA too, the AMD path, for its tests).
 template <class T, int R> void (*stream_kernel(bool ring))(DecodeArgs) {
   return ring ? decode_stream_kernel<T, R, kStreamStages> : decode_stream_kernel<T, R, 0>;
 }
-bool stream_ring(int ordinal) {
+bool stream_ring(int ordinal, bool registers) {
 #if defined(WICK_GPU_HIP) || defined(WICK_EMULATE_AMD)
-  (void)ordinal;
+  (void)ordinal, (void)registers;
   return false;
 #else
-  static const bool off = tune::knob("WICK_DECODE_STAGES") == "0";
-  return !off && context(ordinal).prop.major >= 8;
+  return !registers && context(ordinal).prop.major >= 8;
 #endif
 }
 // The ring's dynamic shared memory is asked for once per kernel and device (the attribute is the
@@ -874,8 +873,7 @@ void allow_smem(int ordinal, const void* kern, size_t bytes) {
   static std::set<std::pair<int, const void*>> done;
   const std::lock_guard<std::mutex> lock(mu);
   if (bytes == 0 || done.count({ordinal, kern})) return;
-  check(gpuFuncSetAttribute(kern, gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "FuncSetAttribute(attention decode)");
+  allow_dynamic_smem(kern, bytes, "attention (decode)");
   done.insert({ordinal, kern});
 }
 
@@ -885,10 +883,8 @@ template <class T> void (*mma_kernel(int d))(DecodeArgs) {
 }
 // Whether a launch may take the tensor-core kernel: the device is sm_80+ with the shared memory it
 // needs, and the binary holds the kernel's sm_80+ body (has_sm80_body, as flash_attention_supported
-// asks); asked once per kernel and device. WICK_DECODE_MMA=0: never (the A/B knob).
+// asks); asked once per kernel and device.
 bool mma_ready(int ordinal, const void* kern, size_t smem) {
-  static const bool off = tune::knob("WICK_DECODE_MMA") == "0";
-  if (off) return false;
   static std::mutex mu;
   static std::map<std::pair<int, const void*>, bool> known;
   {
@@ -897,7 +893,8 @@ bool mma_ready(int ordinal, const void* kern, size_t smem) {
     if (it != known.end()) return it->second;
   }
   const gpuDeviceProp_t& prop = context(ordinal).prop;
-  const bool ok = prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem && has_sm80_body(kern);
+  const bool ok =
+      prop.major >= 8 && size_t(prop.sharedMemPerBlockOptin) >= smem + static_smem(kern) && has_sm80_body(kern);
   if (ok) allow_smem(ordinal, kern, smem);
   const std::lock_guard<std::mutex> lock(mu);
   known[{ordinal, kern}] = ok;
@@ -917,7 +914,7 @@ bool attention_decode_supported(DType dt, const FlashOperand& q, const FlashOper
   if (a.d == 0 || a.d_v == 0 || a.d > size_t(kMaxDim) || a.d_v > size_t(kMaxDim)) return false;
   if (a.b > 65535 || a.h_kv > 65535 || a.t_kv / kKeys >= size_t(INT32_MAX / 2)) return false;  // x: runs x row groups
   // Only where it has at least as many blocks as the one-block-per-head paths: measured on an H100
-  // (docs/performance.md), a 4-KV-head model with a short cache (2 runs x 4 heads) decoded 0.68x as
+  // (wick bench-llm tg128), a 4-KV-head model with a short cache (2 runs x 4 heads) decoded 0.68x as
   // fast as with the flash kernel, while at 8192 keys it was 1.27x faster (7B: 1.03x and 1.50x).
   // Speed only: with kv_len this is the path that keeps the lengths on the device, taken anyway.
   if (!a.kv_len && (a.t_kv + kKeys - 1) / kKeys < a.h_q / a.h_kv) return false;
@@ -956,27 +953,22 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
                out,
                true};
   const int64_t rows = int64_t(d.group) * d.t_q;
-  // The streaming kernel where it fits (d == dv, rows within kStreamRows); WICK_DECODE_ATTN=runs
-  // keeps the runs kernel and =stream takes the streaming one for every row count, neither taking the
-  // tensor-core kernel (the A/B knobs of docs/performance.md).
-  static const int mode = [] {
-    const std::string m = tune::knob("WICK_DECODE_ATTN");
-    return m == "runs" ? 0 : m == "stream" ? 2 : 1;
-  }();
+  // The streaming kernel where it fits (d == dv, rows within kStreamRows); Options::decode_attn
+  // (WICK_DECODE_ATTN) runs keeps the runs kernel and stream takes the streaming one for every row
+  // count, neither taking the tensor-core kernel: the tests run each kernel on every shape.
+  const backend::Options opt = backend::options();
+  const int mode = opt.decode_attn == backend::DecodeAttn::Runs     ? 0
+                   : opt.decode_attn == backend::DecodeAttn::Stream ? 2
+                                                                    : 1;
   // More rows per KV head (the 1.1B shape's 8) take it (groups of kStreamGroup) once the cache is
   // longer than one run (H200: 1.1B tg128 @ d8192 +6-9% over the runs kernel, both with the wide
   // merge); a cache of one run keeps the runs kernel, which then needs no merge at all. Up to
   // kStreamRows rows stream at every length: the runs kernel's single run over a short cache (no
-  // merge kernel) was 1.6-2.9% slower at 7B tg128 (H200, stop 25).
+  // merge kernel) was 1.6-2.9% slower at 7B tg128 (H200, `wick bench-llm FILE -p 0 -n 128`).
   const bool stream = mode != 0 && d.d == d.dv && (mode == 2 || rows <= kStreamRows || a.t_kv > size_t(kKeys));
-  // WICK_DECODE_MERGE=all: the merge kernel finishes every row, one run or many; =launch: it is
-  // launched even where it would return at once; =serial: never the wide merge (the A/B knobs).
-  enum Merge { kDefault, kAll, kLaunch, kSerial };
-  static const Merge merge = [] {
-    const std::string m = tune::knob("WICK_DECODE_MERGE");
-    return m == "all" ? kAll : m == "launch" ? kLaunch : m == "serial" ? kSerial : kDefault;
-  }();
-  d.direct = merge != kAll;
+  // Options::decode_merge_all (WICK_DECODE_MERGE=all): the merge kernel finishes every row, one run
+  // or many, as the tests' check of the merge on short caches.
+  d.direct = !opt.decode_merge_all;
   const int stream_rows = rows <= 1 ? 1 : kStreamGroup;
   const int64_t row_groups = stream ? (rows + stream_rows - 1) / stream_rows : 1;
   dispatch_float(dt, "attention", [&](auto tag) {
@@ -998,8 +990,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       };
 #if !defined(WICK_GPU_HIP) && !defined(WICK_EMULATE_AMD)
       // More than kStreamRows rows per KV head (the 1.1B shape's 8), d == dv in {64, 128}: the
-      // tensor-core kernel at every length, one block per run for all the head's rows (H100: 1.1B F16
-      // tg128 +3%, at 8,192 keys +5%; WICK_DECODE_MMA=0 keeps the stream and runs kernels, to compare).
+      // tensor-core kernel at every length, one block per run for all the head's rows (H100, `wick
+      // bench-llm FILE -p 0 -n 128` against the stream and runs kernels: 1.1B F16 tg128 +3%, at 8,192
+      // keys +5%).
       if (mode == 1 && d.d == d.dv && (d.d == 64 || d.d == 128) && rows > kStreamRows && rows <= kMmaMaxRows) {
         kern = mma_kernel<T>(d.d);
         smem = mma_smem_bytes(d.d);
@@ -1014,16 +1007,14 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
         block = kMmaWarps * 32;
         fill_runs(int64_t(a.b) * d.h_kv, tune::kAttnDecodeMmaMinRun);
       } else if (stream) {
-        const bool ring = stream_ring(ordinal);
+        const bool ring = stream_ring(ordinal, opt.decode_registers);
         kern = stream_rows == 1 ? stream_kernel<T, 1>(ring) : stream_kernel<T, kStreamGroup>(ring);
         block = kStreamBlock;
         smem = ring ? stream_ring_bytes(block) : 0;
         allow_smem(ordinal, reinterpret_cast<const void*>(kern), smem);
         fill_runs(int64_t(a.b) * d.h_kv * row_groups, kStreamMinRun);
-        static const int64_t one_run = [] {
-          const std::string v = tune::knob("WICK_DECODE_ONE_RUN");
-          return v.empty() ? int64_t(tune::kAttnDecodeOneRunKeys) : std::atoll(v.c_str());
-        }();
+        const int64_t one_run =
+            opt.decode_one_run_keys >= 0 ? opt.decode_one_run_keys : int64_t(tune::kAttnDecodeOneRunKeys);
         if (int64_t(a.t_kv) <= one_run) d.splits = 1;  // one run a row group, no merge kernel
       } else {
         d.splits = int((int64_t(a.t_kv) + kKeys - 1) / kKeys);
@@ -1041,9 +1032,9 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
       // One run per row (t_kv <= kKeys, or the streaming kernel's single run, which run_of sizes to
       // the length): every row is written by its run's block and the merge would return at once,
       // so it is not launched (a recorded step over a short cache view: one kernel fewer a layer).
-      if (d.direct && d.splits == 1 && merge != kLaunch) return;
+      if (d.direct && d.splits == 1) return;
       const unsigned merge_grid = unsigned(int64_t(a.b) * d.h_kv * rows);
-      if (d.splits >= tune::kAttnDecodeWideMergeRuns && merge != kSerial) {
+      if (d.splits >= tune::kAttnDecodeWideMergeRuns) {
         launch_kernel(decode_merge_wide_kernel<T>, merge_grid, kDecBlock, 0, ctx.stream, d);
       } else {
         const int merge_block = d.dv <= 64 ? 64 : d.dv <= 128 ? 128 : 256;

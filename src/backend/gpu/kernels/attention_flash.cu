@@ -293,8 +293,7 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
             const AttentionDims& a) {
   const FlashParams<T> p = flash_params<T>(q, k, v, out, a);
   constexpr size_t bytes = Smem<D>::kBytes;
-  check(gpuFuncSetAttribute(kernel_ptr<T, D>(), gpuFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-        "FuncSetAttribute(attention flash)");
+  allow_dynamic_smem(kernel_ptr<T, D>(), bytes, "attention (flash)");
   const dim3 grid(unsigned((a.t_q + kBM - 1) / kBM), unsigned(a.h_q), unsigned(a.b));
   launch_kernel(flash_fwd_kernel<T, D>, grid, kThreads, bytes, ctx.stream, p);
   check_launch("attention(flash)");
@@ -312,10 +311,10 @@ bool flash_attention_supported(DeviceContext& ctx, DType dt, const FlashOperand&
   if (a.causal && a.t_kv < a.t_q) return false;  // the core refuses it; the kernel assumes shift >= 0
   if (!operand_ok(q) || !operand_ok(k) || !operand_ok(v)) return false;
   const size_t bytes = a.d == 64 ? Smem<64>::kBytes : Smem<128>::kBytes;
-  if (size_t(ctx.prop.sharedMemPerBlockOptin) < bytes) return false;
+  const void* kernel = kernel_for(dt, a.d);
   // The binary the runtime picked must hold the sm_80+ body (a build for older targets only
   // would JIT the empty one).
-  return has_sm80_body(kernel_for(dt, a.d));
+  return size_t(ctx.prop.sharedMemPerBlockOptin) >= bytes + static_smem(kernel) && has_sm80_body(kernel);
 }
 
 void flash_attention(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,

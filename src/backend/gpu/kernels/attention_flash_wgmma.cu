@@ -9,18 +9,18 @@
 // with V read N-major (its rows as they are in memory). Pipelined (kPipe): four stages, and a group
 // issues S of the next tile before P V of this one and waits only for S, so the tensor cores run
 // P V while the group's threads run the next softmax (FlashAttention-3's intra-warpgroup overlap;
-// the default since stop 45, tuning.hpp has the numbers).
+// the default, tuning.hpp has the numbers).
 // This file is compiled for sm_90a alone (cmake/gpu.cmake): attention_flash.cu takes it only on
 // compute capability 9.0 devices, for a positive scale (the softmax folds it into each exponent's FMA).
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <string>
 
 #include "backend/gpu/device_utils.cuh"
 #include "backend/gpu/kernels/attention_flash.hpp"
 #include "backend/gpu/kernels/mma.cuh"
 #include "backend/gpu/kernels/wgmma.cuh"
+#include "backend/options.hpp"
 
 namespace wick::gpu {
 namespace {
@@ -362,33 +362,42 @@ void launch(DeviceContext& ctx, const FlashOperand& q, const FlashOperand& k, co
             const AttentionDims& a) {
   using L = WgSmem<G, kPipe>;
   const FlashParams<T> p = flash_params<T>(q, k, v, out, a);
-  check(gpuFuncSetAttribute(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>),
-                            gpuFuncAttributeMaxDynamicSharedMemorySize, int(L::kSmemBytes)),
-        "FuncSetAttribute(attention wgmma)");
+  allow_dynamic_smem(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>), L::kSmemBytes,
+                     "attention (flash wgmma)");
   const dim3 grid(unsigned((a.t_q + L::kBM - 1) / L::kBM * a.h_q), 1, unsigned(a.b));
   launch_kernel(flash_wgmma_kernel<T, G, kPipe>, grid, L::kThreads, L::kSmemBytes, ctx.stream, p);
   check_launch("attention(flash wgmma)");
 }
 
-// The variant: tune::kFlashWgmma{Groups,Pipe}, or WICK_FLASH_WGMMA=<groups><p|s> (2p, 3s, ...) to compare;
-// WICK_FLASH_WGMMA=0: off (the mma.sync kernel).
+// The variant: tune::kFlashWgmma{Groups,Pipe}, or the one Options::flash_wgmma (WICK_FLASH_WGMMA)
+// names, to compare them; off: the mma.sync kernel takes every call.
 struct Variant {
   bool on = true;
   int groups = tune::kFlashWgmmaGroups;
   bool pipe = tune::kFlashWgmmaPipe;
 };
 Variant variant() {
-  static const Variant v = [] {
-    Variant r;
-    const std::string k = tune::knob("WICK_FLASH_WGMMA");
-    r.on = k != "0";
-    if (k.size() == 2 && (k[0] == '2' || k[0] == '3') && (k[1] == 'p' || k[1] == 's')) {
-      r.groups = k[0] - '0';
-      r.pipe = k[1] == 'p';
-    }
-    return r;
-  }();
-  return v;
+  Variant r;
+  switch (backend::options().flash_wgmma) {
+    case backend::FlashWgmma::Auto:
+      break;
+    case backend::FlashWgmma::Off:
+      r.on = false;
+      break;
+    case backend::FlashWgmma::G2Pipe:
+      r.groups = 2, r.pipe = true;
+      break;
+    case backend::FlashWgmma::G2Serial:
+      r.groups = 2, r.pipe = false;
+      break;
+    case backend::FlashWgmma::G3Pipe:
+      r.groups = 3, r.pipe = true;
+      break;
+    case backend::FlashWgmma::G3Serial:
+      r.groups = 3, r.pipe = false;
+      break;
+  }
+  return r;
 }
 
 template <class T>
@@ -404,12 +413,26 @@ void launch_variant(DeviceContext& ctx, const FlashOperand& q, const FlashOperan
   }
 }
 
+// A block's shared memory, static and dynamic, for T and G groups.
+template <class T, int G, bool kPipe>
+size_t block_smem() {
+  return WgSmem<G, kPipe>::kSmemBytes + static_smem(reinterpret_cast<const void*>(&flash_wgmma_kernel<T, G, kPipe>));
+}
+template <class T>
+size_t block_smem(const Variant& w) {
+  if (w.groups == 2) return w.pipe ? block_smem<T, 2, true>() : block_smem<T, 2, false>();
+  return w.pipe ? block_smem<T, 3, true>() : block_smem<T, 3, false>();
+}
+
 }  // namespace
 
 bool flash_wgmma_supported(DeviceContext& ctx, const AttentionDims& a) {
-  const size_t smem = std::max(WgSmem<3, true>::kSmemBytes, WgSmem<3, false>::kSmemBytes);
-  return variant().on && a.scale > 0 && ctx.prop.major == 9 && ctx.prop.minor == 0 && a.d == size_t(kD) && a.d_v == size_t(kD) &&
-         (a.t_q + 63) / 64 * a.h_q <= size_t(INT_MAX) && size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
+  const Variant w = variant();
+  if (!w.on || a.scale <= 0 || ctx.prop.major != 9 || ctx.prop.minor != 0 || a.d != size_t(kD) || a.d_v != size_t(kD) ||
+      (a.t_q + 63) / 64 * a.h_q > size_t(INT_MAX))
+    return false;
+  const size_t smem = std::max(block_smem<f16>(w), block_smem<bf16>(w));
+  return size_t(ctx.prop.sharedMemPerBlockOptin) >= smem;
 }
 
 void flash_wgmma(DeviceContext& ctx, DType dt, const FlashOperand& q, const FlashOperand& k, const FlashOperand& v,

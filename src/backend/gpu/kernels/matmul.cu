@@ -3,7 +3,6 @@
 // wrapping unsigned arithmetic for the integers (bit-identical to the CPU).
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -307,21 +306,11 @@ void launch_matvec_m(gpuStream_t s, const T* x, int64_t x_ld, int m, const T* w,
 
 // Rows per block and threads for one f16 row of x, where the caller asked for the tuned choice:
 // rows whose last round of loads (on the tuned kMvBlock threads) is at most half full take
-// tune::kMvHalfRoundRows per block.
-// WICK_MV_CHOICE=off keeps the tuned choice, =RxT takes R rows of T threads for those rows (the A/B
-// knob; R 1, 2 or 4, T a multiple of 64).
+// tune::kMvHalfRoundRows per block of tune::kMvHalfRoundBlock threads.
 std::pair<int, int> half_round_choice(int64_t k) {
-  static const std::pair<int, int> choice = [] {
-    const std::string v = tune::knob("WICK_MV_CHOICE");
-    if (v == "off") return std::pair<int, int>{0, 0};
-    int r = 0, t = 0;
-    if (std::sscanf(v.c_str(), "%dx%d", &r, &t) == 2 && (r == 1 || r == 2 || r == 4) && t > 0 && t % 64 == 0 &&
-        t <= tune::kMvMaxBlock)
-      return std::pair<int, int>{r, t};
-    return std::pair<int, int>{tune::kMvHalfRoundRows, tune::kMvHalfRoundBlock};
-  }();
   const int64_t round = int64_t(tune::kMvBlock) * tune::kMvUnroll, last = (k / 8) % round;  // 8 halves a load
-  return last > 0 && last <= round / 2 ? choice : std::pair<int, int>{0, 0};
+  return last > 0 && last <= round / 2 ? std::pair<int, int>{tune::kMvHalfRoundRows, tune::kMvHalfRoundBlock}
+                                       : std::pair<int, int>{0, 0};
 }
 
 template <class T>

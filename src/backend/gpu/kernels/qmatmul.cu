@@ -5,7 +5,6 @@
 // prefill path of kernels/quant.cu (qmatmul_prefill). qmatmul_rms_norm: the staged kernel with the
 // norm before the product (add_rms_norm's) done by each of its blocks.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -16,6 +15,7 @@
 #include "backend/gpu/kernels/q8_1_store.cuh"
 #include "backend/gpu/kernels/qmatvec.hpp"
 #include "backend/gpu/kernels/quant.hpp"
+#include "backend/options.hpp"
 #include "ops/nn.hpp"
 #include "ops/quant_dot.hpp"
 #include "ops/quant_encode.hpp"
@@ -221,16 +221,13 @@ __device__ __forceinline__ void stage_normed_row(const StagedNorm<X, C>& a, int 
 }
 
 // Threads of a staged block: tune::kQmvStagedBlock, or the norm prologue's (fewer, larger blocks
-// read the row fewer times an SM; WICK_QMV_NORM_BLOCK=128|256|512 for the A/B).
+// read the row fewer times an SM), which Options::qmv_norm_block (WICK_QMV_NORM_BLOCK) may set.
 template <class N> constexpr int staged_bound() {
   return std::is_same_v<N, NoNorm> ? tune::kQmvStagedBlock : tune::kQmvStagedNormMaxBlock;
 }
 int staged_norm_block() {
-  static const int b = [] {
-    const std::string v = tune::knob("WICK_QMV_NORM_BLOCK");
-    return v == "128" ? 128 : v == "256" ? 256 : v == "512" ? 512 : tune::kQmvStagedNormBlock;
-  }();
-  return b;
+  const int b = backend::options().qmv_norm_block;
+  return b ? b : tune::kQmvStagedNormBlock;
 }
 
 template <GGMLType T, class N = NoNorm>
@@ -287,11 +284,11 @@ __global__ void WICK_LAUNCH_BOUNDS(staged_bound<N>())
 }
 
 // Whether the staged kernel may take this product by its shape (the one it was measured to win,
-// tune::kQmvStaged*); WICK_QMV_STAGED=0: never, to compare. The caller then checks that a row fits
-// one warp's portion (staged_row_fits) at the device's wave size.
+// tune::kQmvStaged*); never under Options::qmv_unstaged (WICK_QMV_STAGED=0), which tests the other
+// kernel on these shapes. The caller then checks that a row fits one warp's portion
+// (staged_row_fits) at the device's wave size.
 bool staged_shape(GGMLType t, size_t n, size_t k, size_t m) {
-  static const bool enabled = tune::knob("WICK_QMV_STAGED") != "0";
-  return enabled && m == 1 && (t == GGMLType::Q4_0 || t == GGMLType::Q8_0) && k % 256 == 0 &&
+  return !backend::options().qmv_unstaged && m == 1 && (t == GGMLType::Q4_0 || t == GGMLType::Q8_0) && k % 256 == 0 &&
          k >= size_t(tune::kQmvStagedMinK) && n >= size_t(tune::kQmvStagedMinRows);
 }
 // A row of k within one warp's portion at the host's idea of the wave size (a wider device wave,
@@ -306,10 +303,7 @@ void launch_staged(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const ui
                    const gpuDeviceProp_t& prop, int dev, N norm = {}) {
   const int threads = std::is_same_v<N, NoNorm> ? tune::kQmvStagedBlock : staged_norm_block(), xblocks = int(k / 32);
   const size_t smem = staged_smem(xblocks, threads);
-  if (smem > 48 * 1024)
-    check(gpuFuncSetAttribute(reinterpret_cast<const void*>(qmv_staged_kernel<T, N>),
-                              gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem)),
-          "qmatvec (staged): shared memory size");
+  allow_dynamic_smem(reinterpret_cast<const void*>(qmv_staged_kernel<T, N>), smem, "qmatvec (staged)");
   const int64_t warps = std::max(1, threads / std::max(1, prop.warpSize));
   const int64_t need = (int64_t(n) + warps - 1) / warps;
   const int64_t wave = int64_t(std::max(1, prop.multiProcessorCount)) *
@@ -327,23 +321,56 @@ size_t staged_norm_chunks(size_t k, DType x_dtype) {
   return (k / v + threads - 1) / threads;
 }
 
-// The norm prologue's launch for x of dtype X, T's weights: C chunks a thread, the fewest that hold
-// the row.
+// Calls f(std::integral_constant<int, C>) with C the fewest chunks a thread (1, 2, 4 or 8) that hold
+// a row of k elements of x_dtype: the norm prologue's instantiation.
+template <class F>
+void by_norm_chunks(size_t k, DType x_dtype, F&& f) {
+  const size_t per_thread = staged_norm_chunks(k, x_dtype);
+  static_assert(tune::kQmvStagedNormChunks == 8, "the instantiations below cover 1 to 8 chunks a thread");
+  if (per_thread <= 1) return f(std::integral_constant<int, 1>{});
+  if (per_thread <= 2) return f(std::integral_constant<int, 2>{});
+  if (per_thread <= 4) return f(std::integral_constant<int, 4>{});
+  f(std::integral_constant<int, 8>{});
+}
+
+// The norm prologue's launch for x of dtype X, T's weights.
 template <GGMLType T, class X>
 void launch_staged_norm(gpuStream_t s, const uint8_t* w, size_t n, size_t k, const NormedRow& r, void* y, int y_dt,
                         const gpuDeviceProp_t& prop, int dev) {
-  const size_t per_thread = staged_norm_chunks(k, dtype_of<X>::value);
-  auto go = [&](auto c) {
+  by_norm_chunks(k, dtype_of<X>::value, [&](auto c) {
     constexpr int C = decltype(c)::value;
     const StagedNorm<X, C> a{static_cast<const X*>(r.x), static_cast<const X*>(r.res), static_cast<const X*>(r.w),
                              static_cast<X*>(r.sum), 1.0f / float(k), r.eps};
     launch_staged<T>(s, w, n, k, nullptr, y, y_dt, prop, dev, a);
-  };
-  static_assert(tune::kQmvStagedNormChunks == 8, "the instantiations below cover 1 to 8 chunks a thread");
-  if (per_thread <= 1) return go(std::integral_constant<int, 1>{});
-  if (per_thread <= 2) return go(std::integral_constant<int, 2>{});
-  if (per_thread <= 4) return go(std::integral_constant<int, 4>{});
-  go(std::integral_constant<int, 8>{});
+  });
+}
+
+// Calls f(X{}) for the activation dtype code y_dt (0 f32, 1 f16, 2 bf16: y_code).
+template <class F>
+void by_x_code(int y_dt, F&& f) {
+  if (y_dt == 0)
+    f(float{});
+  else if (y_dt == 1)
+    f(f16{});
+  else
+    f(bf16{});
+}
+
+// Static shared memory of the norm prologue's kernel for (t, x_dtype, k): its dynamic bytes come on
+// top (the cdna emulation's wave exchange is 3.75 KiB of it).
+size_t staged_norm_static_smem(GGMLType t, size_t k, DType x_dtype) {
+  size_t bytes = 0;
+  by_x_code(y_code(x_dtype), [&](auto xtag) {
+    using X = decltype(xtag);
+    by_norm_chunks(k, x_dtype, [&](auto c) {
+      constexpr int C = decltype(c)::value;
+      const void* kern = t == GGMLType::Q4_0
+                             ? reinterpret_cast<const void*>(qmv_staged_kernel<GGMLType::Q4_0, StagedNorm<X, C>>)
+                             : reinterpret_cast<const void*>(qmv_staged_kernel<GGMLType::Q8_0, StagedNorm<X, C>>);
+      bytes = static_smem(kern);
+    });
+  });
+  return bytes;
 }
 
 template <int M, int R>
@@ -389,10 +416,8 @@ void launch_qmv(gpuStream_t s, GGMLType t, const uint8_t* w, size_t n, size_t k,
 
 // Rows per block and threads for one row of x of type t over n rows of k elements, where the
 // caller asked for the tuned choice (tune::kQmvQ4K*, kQmvShort*, kQmvLongK*; {0, 0}: the tuned
-// defaults). WICK_QMV_CHOICE=off keeps the defaults for every type and shape (the A/B knob).
+// defaults).
 std::pair<int, int> one_row_choice(GGMLType t, size_t n, size_t k) {
-  static const bool off = tune::knob("WICK_QMV_CHOICE") == "off";
-  if (off) return {0, 0};
   const bool q40 = t == GGMLType::Q4_0, q4k = t == GGMLType::Q4_K;
   if (k <= size_t(tune::kQmvShortK) && n >= size_t(tune::kQmvManyRows)) {
     if (q40) return {tune::kQmvShortQ40Rows, tune::kQmvShortQ40Block};
@@ -500,8 +525,7 @@ size_t block_smem_limit(const gpuDeviceProp_t& p) {
 }
 
 bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r) {
-  static const bool enabled = tune::knob("WICK_QMV_NORM") != "0";
-  if (!enabled || n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1) ||
+  if (n == 0 || k == 0 || y_code(x_dtype) < 0 || !staged_shape(t, n, k, 1) ||
       staged_norm_chunks(k, x_dtype) > size_t(tune::kQmvStagedNormChunks))
     return false;
   const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
@@ -510,7 +534,8 @@ bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x
   (void)gpuGetDevice(&dev);
   const gpuDeviceProp_t& prop = context(dev).prop;
   return staged_row_fits(t, k, prop.warpSize) &&
-         staged_smem(int(k / 32), staged_norm_block()) <= block_smem_limit(prop);
+         staged_smem(int(k / 32), staged_norm_block()) + staged_norm_static_smem(t, k, x_dtype) <=
+             block_smem_limit(prop);
 }
 
 void qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r,
@@ -522,19 +547,13 @@ void qmatvec_normed(gpuStream_t s, GGMLType t, const void* w, size_t n, size_t k
   const gpuDeviceProp_t& prop = context(dev).prop;
   const int y_dt = y_code(x_dtype);
   const auto* wb = static_cast<const uint8_t*>(w);
-  auto by_x = [&](auto xtag) {
+  by_x_code(y_dt, [&](auto xtag) {
     using X = decltype(xtag);
     if (t == GGMLType::Q4_0)
       launch_staged_norm<GGMLType::Q4_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
     else
       launch_staged_norm<GGMLType::Q8_0, X>(s, wb, n, k, r, y, y_dt, prop, dev);
-  };
-  if (y_dt == 0)
-    by_x(float{});
-  else if (y_dt == 1)
-    by_x(f16{});
-  else
-    by_x(bf16{});
+  });
 }
 
 StoragePtr GpuStorage::qmatmul(const QuantDims& q, const Storage& x, const Layout& x_l, const Storage* xq) const {

@@ -42,8 +42,7 @@ struct NormedRow {
 };
 // Whether qmatvec_normed takes this product: the staged kernel's Q4_0 / Q8_0 shapes (kernels/
 // qmatmul.cu), 16-byte aligned rows, a row within the prologue's registers and the block within the
-// device's shared memory; WICK_QMV_NORM=0: never (the A/B knob). r.sum is not looked at: a caller
-// allocates it only when this is true.
+// device's shared memory. r.sum is not looked at: a caller allocates it only when this is true.
 bool qmatvec_normed_takes(GGMLType t, const void* w, size_t n, size_t k, DType x_dtype, const NormedRow& r);
 // y (1, n) = rms_norm(...) @ W^T with the norm inside the product's kernel: each block of the
 // staged kernel normalises and quantizes the row itself, so no norm kernel runs first. Only where

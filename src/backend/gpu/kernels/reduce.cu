@@ -35,7 +35,7 @@ template <class T, bool M> struct IsIndexed<ArgAcc<T, M>> : std::true_type {};
 // side on ties, so for the indexed accumulators the one holding the lower index goes left.
 // Copies an indexed accumulator member by member. A struct copy also moves its padding bytes
 // (after a 1-2 byte value or the flag), which AMDGPU then kept in scratch for every accumulator
-// of a column reduction (issue 11); the members alone stay in registers.
+// of a column reduction (scripts/amd_resource_usage.sh); the members alone stay in registers.
 template <class Acc> __device__ __forceinline__ void set_acc(Acc& d, const Acc& s) {
   if constexpr (requires { s.i; s.any; }) {
     d.v = s.v;
