@@ -1,4 +1,4 @@
-// CPU quantized matrix-vector speed against the machine's read bandwidth (issue 8, item 5: Q4_0
+// CPU quantized matrix-vector speed against the machine's read bandwidth (the target: Q4_0
 // and Q8_0 matrix-vector at >= 80% of the measured memory bandwidth for a 4096x11008 weight).
 //
 //   bench_cpu_qmatvec [--reps N] [--quick] [--shape NxK ...] [--type T ...]

@@ -1,4 +1,4 @@
-// Decode attention speed (issue 10's tg @ d8192): one query token against a long KV cache, through
+// Decode attention speed (tg @ d8192): one query token against a long KV cache, through
 // the public attention_kv_len on full-capacity cache views (what a recorded LLaMA decode step
 // runs), for the 1.1B (32 q heads on 4 KV heads, d 64) and 7B (32 heads, d 128) shapes, f16.
 // Each case records one graph of `layers` calls, each on its own cache (more K/V bytes than 3x the

@@ -1,4 +1,4 @@
-// f16/bf16 matrix-vector speed (issue 10's decode): y = x @ W^T for one row of x through wick's
+// f16/bf16 matrix-vector speed (an LLM decode step's products): y = x @ W^T for one row of x through wick's
 // matvec (kernels/matmul.cu, the path of x.matmul(w.t()) for up to 8 rows), on raw device buffers so
 // the Tensor layer's host work is not in the time, for the weight shapes of the 1.1B and 7B LLaMA
 // decode steps. Effective weight bandwidth = bytes of W / time, beside the device copy bandwidth.

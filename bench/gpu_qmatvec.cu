@@ -1,4 +1,4 @@
-// Quantized matrix-vector speed (issue 8's decode target): y = x @ W^T for one row of x (and a
+// Quantized matrix-vector speed (an LLM decode step's products): y = x @ W^T for one row of x (and a
 // few rows for reference) through wick's qmatvec (kernels/qmatmul.cu: the Q8_1 activation
 // quantization and the matvec kernel, both timed), on raw device buffers so the Tensor layer's
 // host work is not in the time. Effective weight bandwidth = bytes of the quantized W / time,

@@ -1,4 +1,4 @@
-// Bad input that must end as a wick::Error (issue 7 section 7): element counts that wrap past
+// Bad input that must end as a wick::Error: element counts that wrap past
 // 2^64, sizes no machine can hold, views reaching past their storage. Nothing here allocates
 // more than a few bytes: every huge case is refused by a size check before memory is asked for
 // (the broadcast views used as inputs have stride 0 and share a one-element storage).

@@ -362,7 +362,7 @@ TEST(SafeTensorsMalformed, AcceptsWhatTheRustCrateAccepts) {
   EXPECT_EQ(st.load("b").to_vector<float>(), std::vector<float>{-3.0f});
 }
 
-// What nlohmann tolerates and serde_json (the Rust crate's parser) rejects (issue 7): a NUL byte
+// What nlohmann tolerates and serde_json (the Rust crate's parser) rejects: a NUL byte
 // (nlohmann stopped there and dropped the rest), a UTF-8 byte order mark (nlohmann skipped it) and
 // a key given twice (nlohmann kept the later one). Offsets below are counted by hand: 8 length
 // bytes, then the header.

@@ -384,7 +384,7 @@ TEST(LlmParity, DecodeOptionsOffMatchTheFusedStepGpu) {
 
 // Decode steps on the GPU in f16, one token at a time through the prompt from an empty cache (the
 // recorded decode graph after the first step), each step's logits against transformers' float64
-// logits at that position: TransformersLogitsGpu's f16 bound, 1e-5 (measured on an H200: 5.5e-7 .. 6.8e-7).
+// logits at that position: TransformersLogitsGpu's f16 bound, 1e-5 (an H200 measured 5.5e-7 .. 6.8e-7).
 // The decode path's own kernels (the matrix-vector products, the decode attention over the cache,
 // the fused norms and rope) are what it checks; the prefill tests above never reach them.
 TEST(LlmParity, DecodeStepsHalfGpu) {

@@ -10,6 +10,7 @@
 
 #include "ops/quant_encode.hpp"
 #include "test_util.hpp"
+#include "wick/fast.hpp"
 #include "wick/quant.hpp"
 
 using namespace wick;
@@ -175,7 +176,7 @@ TEST_P(ByFloat, RopeKvAppendMatchesFixture) {
           };
           Tensor kc = cache(d), vc = cache(dv);
           const Tensor q =
-              rope_kv_append(x, cs, sn, kind == "rope_i", qh, v, kc, vc, Tensor::full({1}, start, DType::I64));
+              fast::rope_kv_append(x, cs, sn, kind == "rope_i", qh, v, kc, vc, Tensor::full({1}, start, DType::I64));
           std::vector<double> wq, wk, wv;
           for (size_t bi = 0; bi < b; ++bi) {
             for (size_t hh = 0; hh < qh; ++hh)
@@ -380,7 +381,7 @@ TEST(NnHand, SiluMul) {
   const Tensor x = Tensor::from_vector(std::vector<double>{1, 2}, {1, 2});
   const Tensor w = Tensor::from_vector(std::vector<double>{1, 0, 0, 1, 1, 1, 2, 0}, {4, 2});
   const double s2 = 2 / (1 + std::exp(-2.0));
-  EXPECT_TRUE(all_close(x.matmul_swiglu(w.t()), {3 * s1, 2 * s2}, 1e-15, 1e-15));
+  EXPECT_TRUE(all_close(fast::matmul_swiglu(x, w.t()), {3 * s1, 2 * s2}, 1e-15, 1e-15));
 }
 
 TEST(NnHand, Attention) {
@@ -485,8 +486,8 @@ TEST(NnErrors, Shapes) {
   expect_shape_error([&] { x.layer_norm(Tensor(), Tensor::ones({3}, DType::F32), 1e-5); }, "bias size");
   expect_shape_error([&] { Tensor::zeros({}, DType::F32).softmax_last_dim(); }, "scalar softmax");
   expect_shape_error([&] { Tensor::zeros({2, 5}, DType::F32).swiglu(); }, "odd swiglu");
-  expect_shape_error([&] { x.matmul_swiglu(Tensor::zeros({4, 3}, DType::F32)); }, "odd matmul_swiglu");
-  expect_shape_error([&] { x.matmul_swiglu(Tensor::zeros({5, 4}, DType::F32)); }, "matmul_swiglu inner dims");
+  expect_shape_error([&] { fast::matmul_swiglu(x, Tensor::zeros({4, 3}, DType::F32)); }, "odd matmul_swiglu");
+  expect_shape_error([&] { fast::matmul_swiglu(x, Tensor::zeros({5, 4}, DType::F32)); }, "matmul_swiglu inner dims");
   expect_shape_error([&] { x.silu_mul(Tensor::zeros({3, 4}, DType::F32)); }, "silu_mul shapes");
   // rope
   Tensor r = Tensor::zeros({1, 2, 3, 6}, DType::F32), cs = Tensor::zeros({3, 3}, DType::F32);
@@ -506,7 +507,7 @@ TEST(NnErrors, Shapes) {
     Tensor small = Tensor::zeros({1, 1, 1, 8}, DType::F32), other = Tensor::zeros({1, 1, 6, 8}, DType::F32);
     Tensor bcast = Tensor::zeros({1, 1, 1, 8}, DType::F32).broadcast_as({1, 1, 5, 8});
     auto call = [&](size_t qh, const Tensor& vv, Tensor& k, Tensor& vcache) {
-      return rope_kv_append(qk, c4, c4, false, qh, vv, k, vcache, pos);
+      return fast::rope_kv_append(qk, c4, c4, false, qh, vv, k, vcache, pos);
     };
     expect_shape_error([&] { call(3, v, kc, vc); }, "no k head");
     expect_shape_error([&] { call(1, v, kc, vc); }, "v heads != k heads");
@@ -514,9 +515,9 @@ TEST(NnErrors, Shapes) {
     expect_shape_error([&] { call(2, v, small, small); }, "capacity below the new rows");
     expect_shape_error([&] { call(2, v, kc, other); }, "capacities differ");
     expect_shape_error([&] { call(2, v, bcast, vc); }, "broadcast cache");
-    expect_shape_error([&] { rope_kv_append(qk, c4, c4, false, 2, v, kc, vc, Tensor::zeros({2}, DType::I32)); },
+    expect_shape_error([&] { fast::rope_kv_append(qk, c4, c4, false, 2, v, kc, vc, Tensor::zeros({2}, DType::I32)); },
                        "two starts");
-    EXPECT_THROW(rope_kv_append(qk, c4, c4, false, 2, v, kc, vc, Tensor::zeros({1}, DType::F32)), Error);
+    EXPECT_THROW(fast::rope_kv_append(qk, c4, c4, false, 2, v, kc, vc, Tensor::zeros({1}, DType::F32)), Error);
     Tensor kh = Tensor::zeros({1, 1, 5, 8}, DType::F16);
     EXPECT_THROW(call(2, v, kh, vc), Error);
     try {
@@ -535,8 +536,8 @@ TEST(NnErrors, Shapes) {
       const Tensor cs1 = Tensor::rand({1, 4}, DType::F32, Device::cpu(), 8);
       const Tensor sn1 = Tensor::rand({1, 4}, DType::F32, Device::cpu(), 9);
       const Tensor want = qk2.copy().rope_i(cs1, sn1);
-      const Tensor q2 =
-          rope_kv_append(qk2, cs1, sn1, true, 1, v.narrow(2, 0, 1), kcache, vcache, Tensor::full({1}, 2, DType::I32));
+      const Tensor q2 = fast::rope_kv_append(qk2, cs1, sn1, true, 1, v.narrow(2, 0, 1), kcache, vcache,
+                                             Tensor::full({1}, 2, DType::I32));
       EXPECT_EQ(q2.to_vector<float>(), want.narrow(1, 0, 1).to_vector<float>());
       EXPECT_EQ(kcache.narrow(2, 2, 1).to_vector<float>(), want.narrow(1, 1, 1).to_vector<float>());
     }
@@ -782,8 +783,8 @@ TEST(NnErrors, AttentionKvLen) {
   EXPECT_EQ(attention_kv_len(Tensor::zeros({2, 4, 0, 8}, DType::F32), kv, kv, l2).shape(), (Shape{2, 4, 0, 8}));
 }
 
-// The optional Q8_1 output of rms_norm / add_rms_norm / silu_mul on the CPU (the core quantizes
-// the result): the bytes of the reference quantize_block_q8_1 over the result, and a quantized
+// fast::rms_norm_q8_1 / add_rms_norm_q8_1 / silu_mul_q8_1 on the CPU (the core quantizes the
+// result): the bytes of the reference quantize_block_q8_1 over the result, and a quantized
 // product given them equals the product without. Bad requests name the op and the fix.
 TEST(Nn, Q8_1Outputs) {
   std::vector<float> xv(2 * 64), rv(2 * 64), wv(64);
@@ -799,17 +800,22 @@ TEST(Nn, Q8_1Outputs) {
   for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
     const Tensor x = Tensor::from_vector(xv, {2, 64}).to_dtype(dt), r = Tensor::from_vector(rv, {2, 64}).to_dtype(dt);
     const Tensor w = Tensor::from_vector(wv, {64}).to_dtype(dt);
-    QTensor q1, q2, q3;
-    const Tensor h = x.rms_norm(w, 1e-5, &q1);
-    const auto [s, h2] = x.add_rms_norm(r, w, 1e-5, &q2);
-    const Tensor g = x.silu_mul(r, &q3);
+    const auto [h, q1] = fast::rms_norm_q8_1(x, w, 1e-5);
+    const auto [s, h2, q2] = fast::add_rms_norm_q8_1(x, r, w, 1e-5);
+    const auto [g, q3] = fast::silu_mul_q8_1(x, r);
+    // The values are the general ops' (the Q8_1 rows are an extra output, not another rounding).
+    EXPECT_EQ(h.to_dtype(DType::F32).to_vector<float>(), x.rms_norm(w, 1e-5).to_dtype(DType::F32).to_vector<float>());
+    EXPECT_EQ(h2.to_dtype(DType::F32).to_vector<float>(),
+              x.add_rms_norm(r, w, 1e-5).second.to_dtype(DType::F32).to_vector<float>());
+    EXPECT_EQ(s.to_dtype(DType::F32).to_vector<float>(), x.add(r).to_dtype(DType::F32).to_vector<float>());
+    EXPECT_EQ(g.to_dtype(DType::F32).to_vector<float>(), x.silu_mul(r).to_dtype(DType::F32).to_vector<float>());
     EXPECT_EQ(q1.type(), GGMLType::Q8_1);
     EXPECT_EQ(q1.shape(), (Shape{2, 64}));
     EXPECT_EQ(q1.to_bytes(), host_q8_1(h)) << dtype_name(dt);
     EXPECT_EQ(q2.to_bytes(), host_q8_1(h2)) << dtype_name(dt);
     EXPECT_EQ(q3.to_bytes(), host_q8_1(g)) << dtype_name(dt);
     const QTensor wq = QTensor::quantize(Tensor::from_vector(xv, {2, 64}), GGMLType::Q4_0);
-    EXPECT_EQ(wq.matmul_t(h, q1).to_dtype(DType::F32).to_vector<float>(),
+    EXPECT_EQ(fast::matmul_t_q8_1(wq, h, q1).to_dtype(DType::F32).to_vector<float>(),
               wq.matmul_t(h).to_dtype(DType::F32).to_vector<float>());
   }
   auto expect_error = [](auto&& f, ErrorKind kind, const char* what) {
@@ -821,21 +827,25 @@ TEST(Nn, Q8_1Outputs) {
       EXPECT_NE(std::string(e.what()).find("Q8_1"), std::string::npos) << what << ": " << e.what();
     }
   };
-  QTensor q;
   expect_error(
       [&] {
-        Tensor::zeros({2, 48}, DType::F32).rms_norm(Tensor(), 1e-5, &q);
+        fast::rms_norm_q8_1(Tensor::zeros({2, 48}, DType::F32), Tensor(), 1e-5);
       },
-      ErrorKind::Shape, "rms_norm q8_1 with 48 columns");
+      ErrorKind::Shape, "rms_norm_q8_1 with 48 columns");
   expect_error(
       [&] {
-        Tensor::zeros({2, 64}, DType::F64).silu_mul(Tensor::zeros({2, 64}, DType::F64), &q);
+        fast::add_rms_norm_q8_1(Tensor::zeros({2, 48}, DType::F32), Tensor::zeros({2, 48}, DType::F32), Tensor(), 1e-5);
       },
-      ErrorKind::DType, "silu_mul q8_1 of f64");
+      ErrorKind::Shape, "add_rms_norm_q8_1 with 48 columns");
+  expect_error(
+      [&] {
+        fast::silu_mul_q8_1(Tensor::zeros({2, 64}, DType::F64), Tensor::zeros({2, 64}, DType::F64));
+      },
+      ErrorKind::DType, "silu_mul_q8_1 of f64");
   const Tensor h = Tensor::ones({2, 64}, DType::F32);
   const QTensor wq = QTensor::quantize(h, GGMLType::Q8_0);
-  expect_error([&] { wq.matmul_t(h, QTensor::quantize(h.narrow(0, 0, 1), GGMLType::Q8_1)); }, ErrorKind::Argument,
-               "x_q8_1 of another shape");
-  expect_error([&] { wq.matmul_t(h, QTensor::quantize(h, GGMLType::Q8_0)); }, ErrorKind::Argument,
+  expect_error([&] { fast::matmul_t_q8_1(wq, h, QTensor::quantize(h.narrow(0, 0, 1), GGMLType::Q8_1)); },
+               ErrorKind::Argument, "x_q8_1 of another shape");
+  expect_error([&] { fast::matmul_t_q8_1(wq, h, QTensor::quantize(h, GGMLType::Q8_0)); }, ErrorKind::Argument,
                "x_q8_1 of another type");
 }

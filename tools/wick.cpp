@@ -246,7 +246,7 @@ struct BenchArgs {
   int reps = 5;
 };
 
-// `bench --suite torch`: one JSON array (or a table) of issue 4's cases; a case the device cannot
+// `bench --suite torch`: one JSON array (or a table) of its cases; a case the device cannot
 // run (Unsupported, out of memory) is reported as skipped, any other failure as an error (exit 1).
 int run_bench_torch(std::vector<Device> devices, const std::string& op, bool json, bool quick) {
   std::vector<check::TorchCase> cases = check::torch_cases(quick);
@@ -306,7 +306,7 @@ int run_bench_torch(std::vector<Device> devices, const std::string& op, bool jso
   return failed ? 1 : 0;
 }
 
-// `bench --suite quant`: issue 8's quantized cases, timed as the torch suite times its cases, each
+// `bench --suite quant`: the quantized cases, timed as the torch suite times its cases, each
 // printed as a percentage of its baseline (copy bandwidth or the f16 matmul) measured first on the
 // same device. A baseline runs whenever a selected case needs it.
 int run_bench_quant(std::vector<Device> devices, const std::string& op, bool json, bool quick) {

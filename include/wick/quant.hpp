@@ -116,20 +116,9 @@ class QTensor {
   // y = x @ W^T with W this (n, k) matrix (rank 2): x (..., k) f32/f16/bf16 on the same device,
   // any strides; y (..., n) in x's dtype. Up to 8 rows take the matrix-vector path (x quantized
   // to the type's activation format, integer dot products); more rows the tiled / BLAS path.
+  // wick/fast.hpp has the product on rows already in Q8_1 and the one fused with a norm.
   Tensor matmul_t(const Tensor& x) const;
-  // The same product, given x's rows already quantized to Q8_1 (x_q8_1: QTensor::quantize(x,
-  // GGMLType::Q8_1), or the q8_1 output of the op that produced x, e.g. Tensor::rms_norm): a
-  // matrix-vector path on Q8_1 activations (the GPU's, for 1, 2, 4 or 8 rows) uses those bytes
-  // instead of quantizing x, so the result is matmul_t(x)'s. x_q8_1 must have x's shape.
-  Tensor matmul_t(const Tensor& x, const QTensor& x_q8_1) const;
-  // {x + residual, (x + residual).rms_norm(weight, eps) @ W^T} (residual undefined: {x,
-  // x.rms_norm(weight, eps) @ W^T}): Tensor::add_rms_norm then matmul_t. One contiguous row on a
-  // GPU, where the matrix-vector kernel takes the product (Q4_0 / Q8_0, k a multiple of 256 and
-  // >= 4096, n >= 8192), runs as one kernel whose blocks each normalise x: no norm kernel, the
-  // sum bit for bit, the product within the rounding of the norm's sum of squares (reduced in
-  // another order). Anything else runs the two ops, with their checks.
-  std::pair<Tensor, Tensor> add_rms_norm_matmul_t(const Tensor& x, const Tensor& residual, const Tensor& weight,
-                                                  double eps) const;
+
   // Rows of this (vocab, dim) table at ids (any integer dtype, any shape, on this device):
   // result ids.shape + (dim) in `dtype`. An id out of range is Error(Index).
   Tensor embedding(const Tensor& ids, DType dtype = DType::F32) const;

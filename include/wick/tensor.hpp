@@ -13,7 +13,6 @@
 namespace wick {
 
 class Storage;
-class QTensor;
 
 // A value for fills and comparisons that keeps 64-bit integers exact.
 class Scalar {
@@ -236,11 +235,6 @@ class Tensor {
 
   // ---- linear algebra (src/core/tensor_linalg.cpp)
   Tensor matmul(const Tensor& rhs) const;  // (..., m, k) x (..., k, n), batch dims broadcast
-  // matmul(rhs).swiglu() (n even: the first half of the product's columns is the gate). A GPU runs
-  // one f16 row against a row-major weight's transpose (an LLM decode step's stacked gate/up
-  // product) as one kernel where its matrix-vector tuning allows: each product rounded to f16
-  // before silu, as matmul's, summed in its own order (within matmul's rounding). Float dtypes.
-  Tensor matmul_swiglu(const Tensor& rhs) const;
   Tensor dot(const Tensor& rhs) const;     // 1-D x 1-D -> scalar tensor of shape []
   Tensor mv(const Tensor& v) const;        // (m, k) x (k) -> (m)
 
@@ -268,15 +262,11 @@ class Tensor {
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
   // x / sqrt(mean(x^2, last dim) + eps) * weight; weight (last dim) may be an undefined Tensor().
-  // q8_1 (rms_norm, add_rms_norm, silu_mul; optional): also set to the result's rows quantized to
-  // Q8_1, the bytes of QTensor::quantize(result, GGMLType::Q8_1). A GPU writes them in the same
-  // kernel, so QTensor::matmul_t(result, *q8_1) runs no quantization kernel of its own (an LLM
-  // decode step's norms feed quantized products). f32/f16/bf16 with a last dim a multiple of 32.
-  Tensor rms_norm(const Tensor& weight, double eps, QTensor* q8_1 = nullptr) const;
+  // wick/fast.hpp has the norms and silu_mul that also give their rows in Q8_1.
+  Tensor rms_norm(const Tensor& weight, double eps) const;
   // {x + residual, (x + residual).rms_norm(weight, eps)} in one pass over the rows: both equal add
   // then rms_norm bit for bit (the sum rounded to the dtype first). residual: x's shape and dtype.
-  std::pair<Tensor, Tensor> add_rms_norm(const Tensor& residual, const Tensor& weight, double eps,
-                                         QTensor* q8_1 = nullptr) const;
+  std::pair<Tensor, Tensor> add_rms_norm(const Tensor& residual, const Tensor& weight, double eps) const;
   // (x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased var, as PyTorch);
   // weight and bias are optional (undefined Tensor()).
   Tensor layer_norm(const Tensor& weight, const Tensor& bias, double eps) const;
@@ -285,7 +275,7 @@ class Tensor {
   Tensor rope_i(const Tensor& cos, const Tensor& sin) const;
   Tensor rope(const Tensor& cos, const Tensor& sin) const;
   Tensor rope_thd(const Tensor& cos, const Tensor& sin) const;
-  Tensor silu_mul(const Tensor& up, QTensor* q8_1 = nullptr) const;  // silu(this) * up, broadcasting as binary ops
+  Tensor silu_mul(const Tensor& up) const;  // silu(this) * up, broadcasting as binary ops
   Tensor swiglu() const;  // silu(first half of the last dim) * second half
 
   // Internal: build from parts (used by the core and backends' tests).
@@ -320,16 +310,6 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal 
 // kv_len to the host (see docs/semantics.md).
 Tensor attention_kv_len(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& kv_len, bool causal = false,
                         std::optional<double> scale = std::nullopt);
-
-// A decode step's rotary embedding and KV-cache append in one pass (one kernel on a GPU, where
-// rope and two slice_set copies are three). qk (b, h_q + h_kv, t, d) holds q_heads q heads, then
-// the k heads (a stacked q/k projection); v is (b, h_kv, t, d_v); k_cache (b, h_kv, capacity, d)
-// and v_cache (b, h_kv, capacity, d_v) are views (any strides) of qk's dtype and device. Returns
-// the rotated q heads (b, h_q, t, d), writes the rotated k heads into k_cache and v into v_cache
-// at rows [start, start + t) of dim 2, start one integer read by the device and clamped as
-// slice_set's. The same numbers as rope (rope_i when interleaved) then two slice_set calls.
-Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bool interleaved, size_t q_heads,
-                      const Tensor& v, Tensor& k_cache, Tensor& v_cache, const Tensor& start);
 
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
 inline Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }

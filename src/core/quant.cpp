@@ -8,6 +8,7 @@
 #include "core/checks.hpp"
 #include "ops/dtype_dispatch.hpp"
 #include "ops/quant_blocks.hpp"
+#include "wick/fast.hpp"
 
 namespace wick {
 namespace {
@@ -215,11 +216,12 @@ Tensor QTensor::dequantize(DType dtype) const {
   return wrap(blocks_->dequantize(q, dtype), shape_, dtype, device_);
 }
 
-Tensor QTensor::matmul_t(const Tensor& x) const { return matmul_t(x, QTensor()); }
+namespace {
 
-Tensor QTensor::matmul_t(const Tensor& x, const QTensor& x_q8_1) const {
+// w.matmul_t(x), reading x's rows from x_q8_1 where it is defined (fast::matmul_t_q8_1).
+Tensor qmatmul_impl(const QTensor& w, const Tensor& x, const QTensor& x_q8_1) {
   const char* op = "qmatmul";
-  check_q(*this, op);
+  check_q(w, op);
   if (x_q8_1.defined()) {
     check_q(x_q8_1, op);
     if (x_q8_1.type() != GGMLType::Q8_1 || !x.defined() || x_q8_1.shape() != x.shape() || x_q8_1.device() != x.device())
@@ -229,42 +231,51 @@ Tensor QTensor::matmul_t(const Tensor& x, const QTensor& x_q8_1) const {
                       "; make it with QTensor::quantize(x, GGMLType::Q8_1)");
   }
   check_defined(x, op);
-  const QuantDims q = quant_dims(type_, shape_, op);
-  if (rank() != 2)
-    throw Error(ErrorKind::Shape, std::string(op) + ": the quantized weight must be a (n, k) matrix, got " + str() +
+  const QuantDims q = quant_dims(w.type(), w.shape(), op);
+  const Device dev = w.device();
+  if (w.rank() != 2)
+    throw Error(ErrorKind::Shape, std::string(op) + ": the quantized weight must be a (n, k) matrix, got " + w.str() +
                                       "; reshape stacked weights or index one matrix first");
-  if (x.device() != device_)
-    throw Error(ErrorKind::Device, std::string(op) + ": x is on " + x.device().name() + " but the weight " + str() +
-                                       " is on " + device_.name() + "; move one with to()/to_device()");
+  if (x.device() != dev)
+    throw Error(ErrorKind::Device, std::string(op) + ": x is on " + x.device().name() + " but the weight " + w.str() +
+                                       " is on " + dev.name() + "; move one with to()/to_device()");
   if (x.dtype() != DType::F32 && x.dtype() != DType::F16 && x.dtype() != DType::BF16)
     throw Error(ErrorKind::DType, std::string(op) + ": x must be f32, f16 or bf16, got " + describe(x) +
                                       "; cast it with to_dtype");
   if (x.rank() == 0 || x.dim(-1) != q.cols)
     throw Error(ErrorKind::Shape, std::string(op) + ": x's last dim must be the weight's k = " + S(q.cols) +
-                                      " (y = x @ W^T, W " + str() + "), got " + describe(x));
+                                      " (y = x @ W^T, W " + w.str() + "), got " + describe(x));
   Shape out_shape = x.shape();
   out_shape.back() = q.rows;
   const size_t m = q.cols ? x.numel() / q.cols : 0;
   // (m, k) with a unit last stride: a view when the leading dims collapse, else one copy.
-  if (m == 0 || q.rows == 0) return Tensor::zeros(out_shape, x.dtype(), device_);
+  if (m == 0 || q.rows == 0) return Tensor::zeros(out_shape, x.dtype(), dev);
   Tensor x2 = x.reshape({m, q.cols});
   if (x2.layout().strides.back() != 1 && q.cols > 1) x2 = x2.contiguous();
   const Storage* xq = x_q8_1.defined() ? x_q8_1.storage().get() : nullptr;
-  return wrap(blocks_->qmatmul(q, *x2.storage(), x2.layout(), xq), out_shape, x.dtype(), device_);
+  return wrap(w.storage()->qmatmul(q, *x2.storage(), x2.layout(), xq), out_shape, x.dtype(), dev);
 }
 
-std::pair<Tensor, Tensor> QTensor::add_rms_norm_matmul_t(const Tensor& x, const Tensor& residual, const Tensor& weight,
-                                                        double eps) const {
+}  // namespace
+
+Tensor QTensor::matmul_t(const Tensor& x) const { return qmatmul_impl(*this, x, QTensor()); }
+
+Tensor fast::matmul_t_q8_1(const QTensor& w, const Tensor& x, const QTensor& x_q8_1) {
+  return qmatmul_impl(w, x, x_q8_1);
+}
+
+std::pair<Tensor, Tensor> fast::add_rms_norm_matmul_t(const QTensor& w, const Tensor& x, const Tensor& residual,
+                                                      const Tensor& weight, double eps) {
   // The fused path takes its operands exactly as the kernel reads them; anything else runs the two
   // ops, which check the operands and name what is wrong.
   const bool res = residual.defined();
   const auto same = [&](const Tensor& t) {
-    return t.dtype() == x.dtype() && t.device() == device_ && t.is_contiguous();
+    return t.dtype() == x.dtype() && t.device() == w.device() && t.is_contiguous();
   };
-  if (defined() && rank() == 2 && device_.is_gpu() && x.defined() && same(x) && x.rank() == 2 && x.dim(0) == 1 &&
-      x.dim(1) == shape_[1] && weight.defined() && same(weight) && weight.rank() == 1 && weight.dim(0) == x.dim(1) &&
+  if (w.defined() && w.rank() == 2 && w.device().is_gpu() && x.defined() && same(x) && x.rank() == 2 && x.dim(0) == 1 &&
+      x.dim(1) == w.shape()[1] && weight.defined() && same(weight) && weight.rank() == 1 && weight.dim(0) == x.dim(1) &&
       (!res || (same(residual) && residual.shape() == x.shape())) && eps >= 0) {
-    const QuantDims q = quant_dims(type_, shape_, "add_rms_norm_matmul_t");
+    const QuantDims q = quant_dims(w.type(), w.shape(), "add_rms_norm_matmul_t");
     NormArgs a;
     a.eps = eps;
     a.rms = true;
@@ -276,19 +287,23 @@ std::pair<Tensor, Tensor> QTensor::add_rms_norm_matmul_t(const Tensor& x, const 
       a.residual_offset = residual.layout().offset;
       a.sum = &sum;
     }
-    if (StoragePtr y = blocks_->qmatmul_rms_norm(q, *x.storage(), x.layout(), a))
-      return {res ? wrap(sum, x.shape(), x.dtype(), device_) : x, wrap(y, {1, q.rows}, x.dtype(), device_)};
+    if (StoragePtr y = w.storage()->qmatmul_rms_norm(q, *x.storage(), x.layout(), a))
+      return {res ? wrap(sum, x.shape(), x.dtype(), w.device()) : x, wrap(y, {1, q.rows}, x.dtype(), w.device())};
   }
   // One row on a GPU: the norm writes the product's Q8_1 input, as a decode step's norm does.
   const bool q8 = x.defined() && x.device().is_gpu() && x.rank() >= 1 && x.dim(-1) > 0 && x.dim(-1) % 32 == 0 &&
                   x.numel() == x.dim(-1) && (x.dtype() == DType::F32 || x.dtype() == DType::F16 || x.dtype() == DType::BF16);
   QTensor hq;
   Tensor sum = x, h;
-  if (res)
-    std::tie(sum, h) = x.add_rms_norm(residual, weight, eps, q8 ? &hq : nullptr);
+  if (res && q8)
+    std::tie(sum, h, hq) = fast::add_rms_norm_q8_1(x, residual, weight, eps);
+  else if (res)
+    std::tie(sum, h) = x.add_rms_norm(residual, weight, eps);
+  else if (q8)
+    std::tie(h, hq) = fast::rms_norm_q8_1(x, weight, eps);
   else
-    h = x.rms_norm(weight, eps, q8 ? &hq : nullptr);
-  return {sum, matmul_t(h, hq)};
+    h = x.rms_norm(weight, eps);
+  return {sum, qmatmul_impl(w, h, hq)};
 }
 
 Tensor QTensor::embedding(const Tensor& ids, DType dtype) const {

@@ -101,7 +101,7 @@ Tensor Tensor::index_select(const Tensor& ids, int64_t dim) const {
                                       "; flatten them with flatten_all() and reshape the result");
   Shape out = shape();
   out[d] = ids.numel();
-  checked_numel(out, "index_select");  // before the backend sizes its output (issue 7)
+  checked_numel(out, "index_select");  // before the backend sizes its output
   return wrap_like(storage_->index_select(*ids.storage(), layout_, ids.layout(), d), out, *this);
 }
 
@@ -255,7 +255,7 @@ Tensor Tensor::repeat(const Shape& times) const {
     wide.push_back(in[i]);
     out.push_back(times[i] * in[i]);
   }
-  checked_numel(wide, "repeat");  // the repeated element count must fit (issue 7)
+  checked_numel(wide, "repeat");  // the repeated element count must fit
   Tensor r = reshape(unsq).broadcast_as(wide);
   return r.copy().reshape(out);
 }

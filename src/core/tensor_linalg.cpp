@@ -1,6 +1,7 @@
-// matmul, dot, mv: shape checks, batch broadcasting (zero strides, no copies), then one
-// Storage::matmul call.
+// matmul (and fast::matmul_swiglu), dot, mv: shape checks, batch broadcasting (zero strides, no
+// copies), then one Storage::matmul call.
 #include "core/checks.hpp"
+#include "wick/fast.hpp"
 
 namespace wick {
 
@@ -110,19 +111,19 @@ Tensor run_matmul(const MatmulArgs& m, const Tensor& like) {
 
 Tensor Tensor::matmul(const Tensor& rhs) const { return run_matmul(matmul_args(*this, rhs, "matmul"), *this); }
 
-Tensor Tensor::matmul_swiglu(const Tensor& rhs) const {
+Tensor fast::matmul_swiglu(const Tensor& x, const Tensor& rhs) {
   const char* op = "matmul_swiglu";
-  const MatmulArgs m = matmul_args(*this, rhs, op);
+  const MatmulArgs m = matmul_args(x, rhs, op);
   if (m.d.n % 2 != 0)
     throw Error(ErrorKind::Shape, std::string(op) + ": the product's last dim must be even (gate and up halves), got " +
                                       describe(rhs) + " for rhs");
-  check_float(*this, op);
+  check_float(x, op);
   if (StoragePtr s = m.a.storage()->matmul_swiglu(*m.b.storage(), m.d, m.la, m.lr)) {
     Shape out = m.out;
     out.back() /= 2;
-    return wrap_like(s, out, *this);
+    return wrap_like(s, out, x);
   }
-  return run_matmul(m, *this).swiglu();  // the operands already checked (and copied, where BLAS needed it)
+  return run_matmul(m, x).swiglu();  // the operands already checked (and copied, where BLAS needed it)
 }
 
 Tensor Tensor::dot(const Tensor& rhs) const {

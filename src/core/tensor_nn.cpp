@@ -3,8 +3,11 @@
 // needs a unit-stride last dim.
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "core/checks.hpp"
+#include "wick/fast.hpp"
 #include "wick/quant.hpp"
 
 namespace wick {
@@ -30,16 +33,15 @@ void check_norm_param(const Tensor& p, const Tensor& x, const char* op, const ch
                                       S(x.dim(-1)) + ", got " + describe(p) + " for input " + describe(x));
 }
 
-// The q8_1 output of rms_norm / add_rms_norm / silu_mul (a result of dtype dt and shape s): checked
-// before the op runs.
+// The Q8_1 rows of fast::rms_norm_q8_1 / add_rms_norm_q8_1 / silu_mul_q8_1 (a result of dtype dt
+// and shape s): checked before the op runs.
 void check_q8_1_out(DType dt, const Shape& s, const char* op) {
   if (dt != DType::F32 && dt != DType::F16 && dt != DType::BF16)
-    throw Error(ErrorKind::DType, std::string(op) + ": Q8_1 rows (q8_1) come from f32, f16 or bf16 results, not " +
-                                      dtype_name(dt) + "; leave q8_1 null and quantize a cast copy");
+    throw Error(ErrorKind::DType, std::string(op) + ": Q8_1 rows come from f32, f16 or bf16 results, not " +
+                                      dtype_name(dt) + "; run the op without _q8_1 and quantize a cast copy");
   if (s.empty() || s.back() % 32 != 0)
-    throw Error(ErrorKind::Shape, std::string(op) +
-                                      ": Q8_1 rows (q8_1) need a last dim that is a multiple of 32, got " +
-                                      shape_str(s) + "; leave q8_1 null");
+    throw Error(ErrorKind::Shape, std::string(op) + ": Q8_1 rows need a last dim that is a multiple of 32, got " +
+                                      shape_str(s) + "; run the op without _q8_1");
 }
 
 // *q8_1 from the backend's bytes, or (a backend that wrote none) the result quantized here.
@@ -47,7 +49,8 @@ void set_q8_1(QTensor* q8_1, const StoragePtr& bytes, const Tensor& y) {
   *q8_1 = bytes ? QTensor(bytes, GGMLType::Q8_1, y.shape(), y.device()) : QTensor::quantize(y, GGMLType::Q8_1);
 }
 
-// residual (add_rms_norm): normalise x + residual and return that sum in *sum. q8_1: as Tensor::rms_norm.
+// residual (add_rms_norm): normalise x + residual and return that sum in *sum. q8_1: also set to
+// the result's rows in Q8_1.
 Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool rms, const char* op,
                  const Tensor* residual = nullptr, Tensor* sum = nullptr, QTensor* q8_1 = nullptr) {
   check_nn_input(x, op);
@@ -94,6 +97,23 @@ Tensor norm_impl(const Tensor& x, const Tensor& w, const Tensor& b, double eps, 
   if (residual) *sum = wrap_like(sum_s, x.shape(), x);
   if (q8_1) set_q8_1(q8_1, q8_s, out);
   return out;
+}
+
+// silu(gate) * up; q8_1: also set to the result's rows in Q8_1.
+Tensor silu_mul_impl(const Tensor& gate, const Tensor& up, const char* op, QTensor* q8_1 = nullptr) {
+  check_defined(gate, op);
+  check_defined(up, op);
+  check_same_device(gate, up, op);
+  check_same_dtype(gate, up, op);
+  check_float(gate, op);
+  Shape s = broadcast_shapes(gate.shape(), up.shape(), op);
+  if (q8_1) check_q8_1_out(gate.dtype(), s, op);
+  StoragePtr q8_s;
+  Tensor y = wrap_like(gate.storage()->silu_mul(gate.layout().broadcast_as(s), *up.storage(),
+                                                up.layout().broadcast_as(s), q8_1 ? &q8_s : nullptr),
+                       s, gate);
+  if (q8_1) set_q8_1(q8_1, q8_s, y);
+  return y;
 }
 
 // rope's operands checked and made contiguous, with the dims the backend takes.
@@ -163,14 +183,13 @@ Tensor Tensor::log_softmax_last_dim() const {
 Tensor Tensor::softmax(int64_t dim) const { return softmax_dim(*this, dim, false, "softmax"); }
 Tensor Tensor::log_softmax(int64_t dim) const { return softmax_dim(*this, dim, true, "log_softmax"); }
 
-Tensor Tensor::rms_norm(const Tensor& weight, double eps, QTensor* q8_1) const {
-  return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm", nullptr, nullptr, q8_1);
+Tensor Tensor::rms_norm(const Tensor& weight, double eps) const {
+  return norm_impl(*this, weight, Tensor(), eps, true, "rms_norm");
 }
 
-std::pair<Tensor, Tensor> Tensor::add_rms_norm(const Tensor& residual, const Tensor& weight, double eps,
-                                               QTensor* q8_1) const {
+std::pair<Tensor, Tensor> Tensor::add_rms_norm(const Tensor& residual, const Tensor& weight, double eps) const {
   Tensor sum;
-  Tensor y = norm_impl(*this, weight, Tensor(), eps, true, "add_rms_norm", &residual, &sum, q8_1);
+  Tensor y = norm_impl(*this, weight, Tensor(), eps, true, "add_rms_norm", &residual, &sum);
   return {sum, y};
 }
 
@@ -188,22 +207,7 @@ Tensor Tensor::rope_thd(const Tensor& cos, const Tensor& sin) const {
   return rope_impl(*this, cos, sin, RopeKind::HalfSplitThd, "rope_thd");
 }
 
-Tensor Tensor::silu_mul(const Tensor& up, QTensor* q8_1) const {
-  const char* op = "silu_mul";
-  check_defined(*this, op);
-  check_defined(up, op);
-  check_same_device(*this, up, op);
-  check_same_dtype(*this, up, op);
-  check_float(*this, op);
-  Shape s = broadcast_shapes(shape(), up.shape(), op);
-  if (q8_1) check_q8_1_out(dtype(), s, op);
-  StoragePtr q8_s;
-  Tensor y = wrap_like(
-      storage_->silu_mul(layout_.broadcast_as(s), *up.storage(), up.layout().broadcast_as(s), q8_1 ? &q8_s : nullptr),
-      s, *this);
-  if (q8_1) set_q8_1(q8_1, q8_s, y);
-  return y;
-}
+Tensor Tensor::silu_mul(const Tensor& up) const { return silu_mul_impl(*this, up, "silu_mul"); }
 
 Tensor Tensor::swiglu() const {
   check_nn_input(*this, "swiglu");
@@ -213,8 +217,28 @@ Tensor Tensor::swiglu() const {
   return narrow(-1, 0, n / 2).silu_mul(narrow(-1, n / 2, n / 2));
 }
 
-Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bool interleaved, size_t q_heads,
-                      const Tensor& v, Tensor& k_cache, Tensor& v_cache, const Tensor& start) {
+std::pair<Tensor, QTensor> fast::rms_norm_q8_1(const Tensor& x, const Tensor& weight, double eps) {
+  QTensor q;
+  Tensor y = norm_impl(x, weight, Tensor(), eps, true, "rms_norm_q8_1", nullptr, nullptr, &q);
+  return {y, q};
+}
+
+std::tuple<Tensor, Tensor, QTensor> fast::add_rms_norm_q8_1(const Tensor& x, const Tensor& residual,
+                                                            const Tensor& weight, double eps) {
+  Tensor sum;
+  QTensor q;
+  Tensor y = norm_impl(x, weight, Tensor(), eps, true, "add_rms_norm_q8_1", &residual, &sum, &q);
+  return {sum, y, q};
+}
+
+std::pair<Tensor, QTensor> fast::silu_mul_q8_1(const Tensor& gate, const Tensor& up) {
+  QTensor q;
+  Tensor y = silu_mul_impl(gate, up, "silu_mul_q8_1", &q);
+  return {y, q};
+}
+
+Tensor fast::rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bool interleaved, size_t q_heads,
+                            const Tensor& v, Tensor& k_cache, Tensor& v_cache, const Tensor& start) {
   const char* op = "rope_kv_append";
   const RopeKind kind = interleaved ? RopeKind::Interleaved : RopeKind::HalfSplit;
   RopeArgs r = rope_args(qk, cos, sin, kind, op);

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "wick/error.hpp"
+#include "wick/fast.hpp"
 
 namespace wick::llm::detail {
 namespace {
@@ -16,13 +17,17 @@ Normed pre_norm(Residual& r, const Tensor& weight, double eps, const Linear& fir
                 size_t rows) {
   Normed n;
   if (stacked && f.norm_in_product(first, rows)) {
-    std::tie(r.x, n.y) = first.q.add_rms_norm_matmul_t(r.x, r.pending, weight, eps);
+    std::tie(r.x, n.y) = fast::add_rms_norm_matmul_t(first.q, r.x, r.pending, weight, eps);
   } else {
-    QTensor* hq_out = f.q8_1_input(first, rows) ? &n.hq : nullptr;
-    if (r.pending.defined())
-      std::tie(r.x, n.h) = r.x.add_rms_norm(r.pending, weight, eps, hq_out);
+    const bool q8_1 = f.q8_1_input(first, rows);
+    if (r.pending.defined() && q8_1)
+      std::tie(r.x, n.h, n.hq) = fast::add_rms_norm_q8_1(r.x, r.pending, weight, eps);
+    else if (r.pending.defined())
+      std::tie(r.x, n.h) = r.x.add_rms_norm(r.pending, weight, eps);
+    else if (q8_1)
+      std::tie(n.h, n.hq) = fast::rms_norm_q8_1(r.x, weight, eps);
     else
-      n.h = r.x.rms_norm(weight, eps, hq_out);
+      n.h = r.x.rms_norm(weight, eps);
   }
   r.pending = Tensor();
   return n;
@@ -118,7 +123,7 @@ void Attention::forward(Residual& r, Tensor& kc, Tensor& vc, const Step& s, cons
     // A recorded step: rope of q and k and both cache writes are one kernel.
     const Tensor qk = heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2);
     const Tensor q =
-        rope_kv_append(qk, s.cos, s.sin, interleaved, nh, v.transpose(1, 2), kc, vc, s.step->narrow(0, 0, 1));
+        fast::rope_kv_append(qk, s.cos, s.sin, interleaved, nh, v.transpose(1, 2), kc, vc, s.step->narrow(0, 0, 1));
     a = attention_kv_len(q, kc.narrow(2, 0, s.view), vc.narrow(2, 0, s.view), s.step->narrow(0, 1, 1),
                          /*causal=*/true);
   } else {
@@ -170,19 +175,25 @@ void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps,
 void GatedMlp::forward(Residual& r, const Fusions& f) const {
   const size_t T = r.x.dim(0);
   QTensor sq;  // silu_mul's output in Q8_1, where down takes it
-  QTensor* sq_out = f.q8_1_input(down_, T) ? &sq : nullptr;
+  const bool sq_out = f.q8_1_input(down_, T);
+  auto silu_mul = [&](const Tensor& g, const Tensor& u) {
+    if (!sq_out) return g.silu_mul(u);
+    Tensor y;
+    std::tie(y, sq) = fast::silu_mul_q8_1(g, u);
+    return y;
+  };
   const Linear& first = gate_up_.defined() ? gate_up_ : gate_;
   Normed n = pre_norm(r, norm_, eps_, first, gate_up_.defined(), f, T);
   Tensor s;
   if (n.y.defined()) {
-    s = n.y.narrow(1, 0, ff_).silu_mul(n.y.narrow(1, ff_, ff_), sq_out);
+    s = silu_mul(n.y.narrow(1, 0, ff_), n.y.narrow(1, ff_, ff_));
   } else if (gate_up_.defined() && !gate_up_.q.defined() && !gate_up_.b.defined() && !sq_out && f.matmul_swiglu()) {
-    s = n.h.matmul_swiglu(gate_up_.w.t());  // plain weights: one kernel on a GPU's decode shapes
+    s = fast::matmul_swiglu(n.h, gate_up_.w.t());  // plain weights: one kernel on a GPU's decode shapes
   } else if (gate_up_.defined()) {
     const Tensor y = gate_up_.forward(n.h, n.hq);
-    s = y.narrow(1, 0, ff_).silu_mul(y.narrow(1, ff_, ff_), sq_out);
+    s = silu_mul(y.narrow(1, 0, ff_), y.narrow(1, ff_, ff_));
   } else {
-    s = gate_.forward(n.h, n.hq).silu_mul(up_.forward(n.h, n.hq), sq_out);
+    s = silu_mul(gate_.forward(n.h, n.hq), up_.forward(n.h, n.hq));
   }
   r.pending = down_.forward(s, sq);
 }
@@ -219,7 +230,11 @@ void OutputHead::load(WeightLoader& ld, size_t hidden, size_t vocab, double eps,
 
 Tensor OutputHead::forward(const Tensor& x, const Fusions& f) const {
   QTensor xq;
-  const Tensor h = x.rms_norm(norm_, eps_, f.q8_1_input(out_, x.dim(0)) ? &xq : nullptr);
+  Tensor h;
+  if (f.q8_1_input(out_, x.dim(0)))
+    std::tie(h, xq) = fast::rms_norm_q8_1(x, norm_, eps_);
+  else
+    h = x.rms_norm(norm_, eps_);
   return out_.forward(h, xq).to_dtype(DType::F32);
 }
 

@@ -27,7 +27,7 @@ class Fusions {
     return o_.q8_1_inputs && lin.q.defined() && gpu_ && rows == 1 && lin.q.dim(1) % 32 == 0;
   }
   // Whether the norm before a stacked quantized product (q|k|v, gate|up) runs inside the product's
-  // kernel (QTensor::add_rms_norm_matmul_t): one row on a GPU, as q8_1_input.
+  // kernel (fast::add_rms_norm_matmul_t): one row on a GPU, as q8_1_input.
   bool norm_in_product(const Linear& lin, size_t rows) const {
     return lin.defined() && !lin.b.defined() && q8_1_input(lin, rows);
   }

@@ -44,8 +44,9 @@ struct Linear {
   Tensor w;   // (out, in), compute dtype
   QTensor q;  // (out, in), quantized
   Tensor b;   // (out), optional
-  // x_q8_1: x's rows in Q8_1 from x's producer (rms_norm, silu_mul), which a quantized product's
-  // matrix-vector path takes instead of quantizing x; ignored by plain weights.
+  // x_q8_1: x's rows in Q8_1 from x's producer (fast::rms_norm_q8_1, fast::silu_mul_q8_1, ...),
+  // which a quantized product's matrix-vector path takes instead of quantizing x (fast::matmul_t_q8_1);
+  // ignored by plain weights.
   Tensor forward(const Tensor& x, const QTensor& x_q8_1 = QTensor()) const;
   size_t bytes() const;
   size_t out_features() const { return q.defined() ? q.dim(0) : w.dim(0); }

@@ -9,6 +9,7 @@
 #include "archs.hpp"
 #include "model_impl.hpp"
 #include "wick/error.hpp"
+#include "wick/fast.hpp"
 
 namespace fs = std::filesystem;
 
@@ -125,7 +126,7 @@ std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir, Arch arch)
 }
 
 Tensor Linear::forward(const Tensor& x, const QTensor& x_q8_1) const {
-  Tensor y = q.defined() ? q.matmul_t(x, x_q8_1) : x.matmul(w.t());
+  Tensor y = q.defined() ? fast::matmul_t_q8_1(q, x, x_q8_1) : x.matmul(w.t());
   return b.defined() ? y.add(b) : y;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The `wick` command line: exit codes and messages (issue 7 section 6). A command line the tool
+# The `wick` command line: exit codes and messages. A command line the tool
 # cannot act on exits 2 and names what was wrong; nothing may exit 0 having done nothing.
 # Usage: bash tests/cli/test_cli.sh path/to/wick
 set -u

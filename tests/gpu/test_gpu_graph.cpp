@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "wick/fast.hpp"
 #include "wick/wick.hpp"
 
 using namespace wick;
@@ -132,7 +133,7 @@ TEST(GpuGraph, RopeKvAppendReplaysAtEachRow) {
     Tensor pos = Tensor::zeros({1}, DType::I32, d), q;
     Tensor kc = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d), vc = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d);
     Tensor kc2 = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d), vc2 = Tensor::zeros({1, c.hkv, cap, c.hd}, c.dt, d);
-    Graph g = Graph::capture(d, [&] { q = rope_kv_append(qk, cs, sn, c.inter, c.hq, v, kc, vc, pos); });
+    Graph g = Graph::capture(d, [&] { q = fast::rope_kv_append(qk, cs, sn, c.inter, c.hq, v, kc, vc, pos); });
     for (int p : {0, 1, 17, 39, 100}) {
       const uint64_t seed = uint64_t(p) * 4 + 1;
       qk.copy_from(Tensor::randn({1, h, 1, c.hd}, c.dt, d, seed));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "test_util.hpp"
+#include "wick/fast.hpp"
 
 using namespace wick;
 
@@ -121,7 +122,7 @@ TEST(GpuMatVec, NonFiniteValuesPropagate) {
   }
 }
 
-// x.matmul_swiglu(w.t()): the matrix-vector kernel with the silu product in its epilogue (gate row
+// fast::matmul_swiglu(x, w.t()): the matrix-vector kernel with the silu product in its epilogue (gate row
 // i and up row n + i in one block) for one f16 row whose k takes two rows per block (k = 2048,
 // 5632, 64, 8 below: matmul.cu's half_round_choice), the composition for the other shapes.
 // Expected: the f64 silu(g) * u within the bound of two f32 sums rounded to the dtype (the fused
@@ -141,7 +142,7 @@ TEST(GpuMatVec, MatmulSwigluIsMatmulThenSwiglu) {
       const Tensor x = Tensor::from_vector(normal(c.m * c.k, seed += 2), {c.m, c.k}).affine(1.0 / 16, 0).to_dtype(dt);
       const Tensor w = Tensor::from_vector(normal(c.n * c.k, seed + 1), {c.n, c.k}).to_dtype(dt);
       const Tensor xg = x.to_device(gpu()), wg = w.to_device(gpu());
-      const Tensor got = xg.matmul_swiglu(wg.t());
+      const Tensor got = fast::matmul_swiglu(xg, wg.t());
       const Tensor want = xg.matmul(wg.t()).swiglu();
       ASSERT_EQ(got.shape(), (Shape{c.m, c.n / 2}));
       const std::vector<double> gv = test::values(got), wantv = test::values(want);
@@ -177,12 +178,12 @@ TEST(GpuMatVec, MatmulSwigluIsMatmulThenSwiglu) {
   const Tensor xw = Tensor::from_vector(normal(80, 7), {1, 80}).to_dtype(DType::F16).to_device(gpu());
   const Tensor w = Tensor::from_vector(normal(40 * 64, 8), {40, 64}).to_dtype(DType::F16).to_device(gpu());
   const Tensor x = xw.narrow(1, 8, 64);
-  const std::vector<double> a = test::values(x.matmul_swiglu(w.t())), b = test::values(x.matmul(w.t()).swiglu());
+  const std::vector<double> a = test::values(fast::matmul_swiglu(x, w.t())), b = test::values(x.matmul(w.t()).swiglu());
   ASSERT_EQ(a.size(), 20u);
   for (size_t i = 0; i < a.size(); ++i)  // a few f16 ulps apart at most (sum order, then the roundings)
     EXPECT_LE(std::fabs(a[i] - b[i]), std::ldexp(std::fabs(b[i]), -8) + 1e-4) << i << ": " << a[i] << " vs " << b[i];
   try {
-    (void)x.matmul_swiglu(w.narrow(0, 0, 39).t());
+    (void)fast::matmul_swiglu(x, w.narrow(0, 0, 39).t());
     ADD_FAILURE() << "an odd product width was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Shape);

@@ -1,6 +1,6 @@
 // The Q8_1 outputs of rms_norm, add_rms_norm and silu_mul on the GPU (src/backend/gpu/kernels/nn.cu,
 // kernels/q8_1_store.cuh): the kernels that produce a quantized product's input also write it in
-// Q8_1, and QTensor::matmul_t(x, x_q8_1) skips its own quantization. Expected bytes come from the
+// Q8_1, and fast::matmul_t_q8_1 skips its own quantization. Expected bytes come from the
 // host's quantize_block_q8_1 (ggml's reference quantizer, checked byte for byte in test_quant)
 // applied to the op's f16/bf16/f32 result copied to the host; the fused results themselves must be
 // the plain op's bits, and a product given the bytes the product without them.
@@ -15,6 +15,7 @@
 #include "ops/quant_encode.hpp"
 #include "quant_test_blocks.hpp"
 #include "test_util.hpp"
+#include "wick/fast.hpp"
 #include "wick/quant.hpp"
 
 using namespace wick;
@@ -89,8 +90,7 @@ TEST(GpuQ8_1Outputs, RmsNormAndAddRmsNorm) {
         const Tensor x = Tensor::from_vector(make_values(rows * cols, 1, specials), {rows, cols}, gpu()).to_dtype(dt);
         const Tensor r = Tensor::from_vector(make_values(rows * cols, 2, false), {rows, cols}, gpu()).to_dtype(dt);
         const Tensor w = Tensor::from_vector(make_values(cols, 3, false), {cols}, gpu()).to_dtype(dt);
-        QTensor q;
-        const Tensor h = x.rms_norm(w, 1e-5, &q);
+        const auto [h, q] = fast::rms_norm_q8_1(x, w, 1e-5);
         ASSERT_TRUE(q.defined()) << what;
         EXPECT_EQ(q.type(), GGMLType::Q8_1) << what;
         EXPECT_EQ(q.shape(), h.shape()) << what;
@@ -98,8 +98,7 @@ TEST(GpuQ8_1Outputs, RmsNormAndAddRmsNorm) {
         EXPECT_TRUE(same_bits(h, x.rms_norm(w, 1e-5))) << "rms_norm " << what;
         EXPECT_EQ(first_diff(q.to_bytes(), host_q8_1(h)), -1) << "rms_norm " << what;
 
-        QTensor q2;
-        const auto [s, h2] = x.add_rms_norm(r, w, 1e-6, &q2);
+        const auto [s, h2, q2] = fast::add_rms_norm_q8_1(x, r, w, 1e-6);
         const auto [s_ref, h2_ref] = x.add_rms_norm(r, w, 1e-6);
         EXPECT_TRUE(same_bits(s, s_ref)) << "add_rms_norm sum " << what;
         EXPECT_TRUE(same_bits(h2, h2_ref)) << "add_rms_norm " << what;
@@ -115,8 +114,7 @@ TEST(GpuQ8_1Outputs, SiluMul) {
     for (size_t inter : {size_t(5632), size_t(11008), size_t(64)}) {
       const Tensor y = Tensor::from_vector(make_values(2 * inter, 4, true), {1, 2 * inter}, gpu()).to_dtype(dt);
       const Tensor g = y.narrow(1, 0, inter), u = y.narrow(1, inter, inter);
-      QTensor q;
-      const Tensor s = g.silu_mul(u, &q);
+      const auto [s, q] = fast::silu_mul_q8_1(g, u);
       EXPECT_TRUE(same_bits(s, g.silu_mul(u))) << d << " halves " << inter;
       EXPECT_EQ(first_diff(q.to_bytes(), host_q8_1(s)), -1) << d << " halves " << inter;
     }
@@ -127,8 +125,7 @@ TEST(GpuQ8_1Outputs, SiluMul) {
     const Tensor odd = wide.narrow(1, 1, 256);  // rows start 2 (4) bytes past a 16-byte boundary
     for (const auto& [name, up] :
          {std::pair<const char*, Tensor>{"rows", b}, {"broadcast", b_row}, {"misaligned", odd}}) {
-      QTensor q;
-      const Tensor s = a.silu_mul(up, &q);
+      const auto [s, q] = fast::silu_mul_q8_1(a, up);
       EXPECT_EQ(q.shape(), s.shape()) << d << " " << name;
       EXPECT_TRUE(same_bits(s, a.silu_mul(up))) << d << " " << name;
       EXPECT_EQ(first_diff(q.to_bytes(), host_q8_1(s)), -1) << d << " " << name;
@@ -136,7 +133,7 @@ TEST(GpuQ8_1Outputs, SiluMul) {
   }
 }
 
-// matmul_t(x, x_q8_1) is matmul_t(x) bit for bit: with the producer's bytes (1, 2, 4 rows), with
+// fast::matmul_t_q8_1(w, x, x_q8_1) is w.matmul_t(x) bit for bit: with the producer's bytes (1, 2, 4 rows), with
 // bytes it cannot use (3 rows: the kernel reads padded rows; 9 rows: the prefill path), and for
 // a legacy and a K type.
 TEST(GpuQ8_1Outputs, ProductGivenQ8_1Rows) {
@@ -148,9 +145,8 @@ TEST(GpuQ8_1Outputs, ProductGivenQ8_1Rows) {
       for (size_t m : {1, 2, 3, 4, 9}) {
         const Tensor x = Tensor::from_vector(make_values(m * k, 12, false), {m, k}, gpu()).to_dtype(dt);
         const Tensor w = Tensor::from_vector(make_values(k, 13, false), {k}, gpu()).to_dtype(dt);
-        QTensor hq;
-        const Tensor h = x.rms_norm(w, 1e-5, &hq);
-        EXPECT_TRUE(same_bits(wq.matmul_t(h, hq), wq.matmul_t(h)))
+        const auto [h, hq] = fast::rms_norm_q8_1(x, w, 1e-5);
+        EXPECT_TRUE(same_bits(fast::matmul_t_q8_1(wq, h, hq), wq.matmul_t(h)))
             << ggml_type_name(t) << " " << dtype_name(dt) << " m=" << m;
       }
   }
@@ -158,18 +154,16 @@ TEST(GpuQ8_1Outputs, ProductGivenQ8_1Rows) {
 
 TEST(GpuQ8_1Outputs, BadRequestsAreErrors) {
   const Tensor x = Tensor::ones({2, 48}, DType::F16, gpu());
-  QTensor q;
-  EXPECT_THROW(x.rms_norm(Tensor(), 1e-5, &q), Error);  // 48 is not a multiple of 32
-  EXPECT_THROW(x.silu_mul(x, &q), Error);
-  EXPECT_THROW(Tensor::ones({2, 64}, DType::F64, gpu()).rms_norm(Tensor(), 1e-5, &q), Error);
+  EXPECT_THROW(fast::rms_norm_q8_1(x, Tensor(), 1e-5), Error);  // 48 is not a multiple of 32
+  EXPECT_THROW(fast::silu_mul_q8_1(x, x), Error);
+  EXPECT_THROW(fast::rms_norm_q8_1(Tensor::ones({2, 64}, DType::F64, gpu()), Tensor(), 1e-5), Error);
   const Tensor h = Tensor::ones({2, 64}, DType::F16, gpu());
-  QTensor hq;
-  h.rms_norm(Tensor(), 1e-5, &hq);
+  const QTensor hq = fast::rms_norm_q8_1(h, Tensor(), 1e-5).second;
   const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q4_0, 8 * 64 / 32, 1);
   const QTensor wq = QTensor::from_bytes(GGMLType::Q4_0, {8, 64}, wb.data(), wb.size(), gpu());
-  EXPECT_THROW(wq.matmul_t(h.narrow(0, 0, 1), hq), Error);  // hq is (2, 64)
-  EXPECT_THROW(wq.matmul_t(h, QTensor::quantize(h, GGMLType::Q8_0)), Error);
-  EXPECT_NO_THROW(wq.matmul_t(h, hq));
+  EXPECT_THROW(fast::matmul_t_q8_1(wq, h.narrow(0, 0, 1), hq), Error);  // hq is (2, 64)
+  EXPECT_THROW(fast::matmul_t_q8_1(wq, h, QTensor::quantize(h, GGMLType::Q8_0)), Error);
+  EXPECT_NO_THROW(fast::matmul_t_q8_1(wq, h, hq));
 }
 
 }  // namespace

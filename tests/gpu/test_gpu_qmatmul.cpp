@@ -27,6 +27,7 @@
 #include "ops/quant_encode.hpp"
 #include "quant_test_blocks.hpp"
 #include "test_util.hpp"
+#include "wick/fast.hpp"
 #include "wick/quant.hpp"
 
 using namespace wick;
@@ -298,7 +299,7 @@ void run_norm_case(const NormCase& c) {
     const QuantDims q{c.type, c.n, c.k};
     EXPECT_NE(wg.storage()->qmatmul_rms_norm(q, *xg.storage(), xg.layout(), a), nullptr);
   }
-  const auto [sum, y] = wg.add_rms_norm_matmul_t(xg, c.residual ? rg : Tensor(), wng, eps);
+  const auto [sum, y] = fast::add_rms_norm_matmul_t(wg, xg, c.residual ? rg : Tensor(), wng, eps);
   const Tensor s_host = c.residual ? xh.add(rh) : xh;  // the CPU's add: f32 sum rounded to the dtype
   ASSERT_EQ(sum.shape(), (Shape{1, c.k}));
   EXPECT_EQ(test::values(sum), test::values(s_host));
@@ -353,11 +354,11 @@ TEST(GpuQMatVec, NormInsideTheProductErrors) {
   const std::vector<uint8_t> wb = test::random_qblocks(GGMLType::Q4_0, n * k / 32, 3);
   const QTensor w = QTensor::from_bytes(GGMLType::Q4_0, {n, k}, wb.data(), wb.size(), gpu());
   const Tensor x = Tensor::ones({1, k}, DType::F16, gpu()), nw = Tensor::ones({k}, DType::F16, gpu());
-  EXPECT_THROW(w.add_rms_norm_matmul_t(x, x, Tensor::ones({k / 2}, DType::F16, gpu()), 1e-5), Error);
-  EXPECT_THROW(w.add_rms_norm_matmul_t(x, Tensor::ones({2, k}, DType::F16, gpu()), nw, 1e-5), Error);
-  EXPECT_THROW(w.add_rms_norm_matmul_t(x.to_device(Device::cpu()), Tensor(), nw, 1e-5), Error);
+  EXPECT_THROW(fast::add_rms_norm_matmul_t(w, x, x, Tensor::ones({k / 2}, DType::F16, gpu()), 1e-5), Error);
+  EXPECT_THROW(fast::add_rms_norm_matmul_t(w, x, Tensor::ones({2, k}, DType::F16, gpu()), nw, 1e-5), Error);
+  EXPECT_THROW(fast::add_rms_norm_matmul_t(w, x.to_device(Device::cpu()), Tensor(), nw, 1e-5), Error);
   const Tensor x2 = Tensor::ones({2, k}, DType::F16, gpu());
-  const auto [s2, y2] = w.add_rms_norm_matmul_t(x2, x2, Tensor::ones({k}, DType::F16, gpu()), 1e-5);
+  const auto [s2, y2] = fast::add_rms_norm_matmul_t(w, x2, x2, Tensor::ones({k}, DType::F16, gpu()), 1e-5);
   EXPECT_EQ(y2.shape(), (Shape{2, n}));
 }
 

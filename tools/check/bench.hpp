@@ -34,7 +34,7 @@ BenchResult run_bench(const BenchCase& c, Device device, int reps);
 
 namespace wick::check {
 
-// `wick bench --suite torch`: the cases of issue 4, timed as bench/vs_torch.py times PyTorch.
+// `wick bench --suite torch`: ops timed as bench/vs_torch.py times PyTorch.
 // Names do not change with `quick` (only the shapes shrink); vs_torch.py matches on name and op
 // and rebuilds its inputs from `op`, `dtype` and `shape`.
 struct TorchCase {
@@ -67,7 +67,7 @@ std::string torch_case_unit(const TorchCase& c);
 
 namespace wick::check {
 
-// `wick bench --suite quant`: issue 8's quantized cases, each printed as a percentage of a rate
+// `wick bench --suite quant`: the quantized cases, each printed as a percentage of a rate
 // measured in the same run on the same device: the matrix-vector products (1 x k x n, x f32, W
 // (n, k) random valid blocks; calls rotate over copies of W filling 1 GiB, so W comes from memory,
 // not a cache) as effective weight bandwidth (W's bytes / time) against the copy

@@ -1,4 +1,4 @@
-// The cases of `wick bench --suite torch` (issue 4's targets against PyTorch eager) and their timing.
+// The cases of `wick bench --suite torch` (ops timed against PyTorch eager) and their timing.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "check/cases.hpp"
+#include "wick/fast.hpp"
 #include "wick/nn.hpp"
 
 namespace wick::check {
@@ -136,8 +137,8 @@ void add_nn_cases(std::vector<Case>& out) {
             const size_t b = 2, hq = 3, hkv = 2, t = in.n(3), d = 16, cap = 9, dv = 8;
             Tensor kc = in.x_nb({b, hkv, cap, d}, 441), vc = in.x_nb({b, hkv, cap, dv}, 442);
             Tensor c = in.x_nb({t, d / 2}, 443, Values::Unit), s = in.x_nb({t, d / 2}, 444, Values::Unit);
-            Tensor q = rope_kv_append(in.x({b, hq + hkv, t, d}, 445), c, s, inter, hq, in.x({b, hkv, t, dv}, 446), kc,
-                                      vc, in.lay(Tensor::full({1}, start, DType::I32)));
+            Tensor q = fast::rope_kv_append(in.x({b, hq + hkv, t, d}, 445), c, s, inter, hq, in.x({b, hkv, t, dv}, 446),
+                                            kc, vc, in.lay(Tensor::full({1}, start, DType::I32)));
             return {q, kc, vc};
           });
 

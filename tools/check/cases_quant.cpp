@@ -31,6 +31,7 @@
 
 #include "check/cases.hpp"
 #include "check/quant_util.hpp"
+#include "wick/fast.hpp"
 #include "wick/quant.hpp"
 
 namespace wick::check {
@@ -408,7 +409,7 @@ void add_quant_cases(std::vector<Case>& out) {
         const std::string what = std::string(ggml_type_name(t)) + " add_rms_norm_matmul_t" +
                                  (with_r ? "" : " (no residual)") + ", x " + dtype_name(in.dtype()) + " (" +
                                  layout_name(in.kind()) + ")";
-        const auto [sum, y] = q.add_rms_norm_matmul_t(x, with_r ? r : Tensor(), nw, eps);
+        const auto [sum, y] = fast::add_rms_norm_matmul_t(q, x, with_r ? r : Tensor(), nw, eps);
         const Tensor zero = Tensor::zeros(x.shape(), x.dtype(), x.device());
         check_normed_qmatmul(W, x, with_r ? r : zero, nw, eps, sum, y, what);
       }

@@ -106,7 +106,7 @@ std::vector<OpRow> backend_op_rows() {
        "run (kernels/nn.cu)"},
       {"nn (fused)",
        "rope_i (interleaved), rope (half split), rope_thd ((b, t, h, d)); cos/sin (t, d/2) or (b, t, d/2); "
-       "rope_kv_append (rope of stacked q/k heads, the k heads and v written into KV caches at a device-held "
+       "fast::rope_kv_append (rope of stacked q/k heads, the k heads and v written into KV caches at a device-held "
        "row)",
        "float",
        {"rope_i", "rope", "rope_thd", "rope_kv_append"},
@@ -148,7 +148,7 @@ std::vector<OpRow> backend_op_rows() {
        "run",
        "run (kernels/qmatmul.cu; prefill kernels/quant.cu)"},
       {"quantized",
-       "add_rms_norm_matmul_t: add_rms_norm then qmatmul, {x + r, rms_norm(x + r) @ W^T}",
+       "fast::add_rms_norm_matmul_t: add_rms_norm then qmatmul, {x + r, rms_norm(x + r) @ W^T}",
        "x bf16 f16 f32",
        {"add_rms_norm_matmul_t"},
        "run (the two ops)",
