@@ -23,5 +23,5 @@ if(WICK_BUILD_TESTS)
   target_link_libraries(gpu_attention_decode PRIVATE wick)
   # The sampler's top-k candidates path against the whole row on the host.
   add_executable(gpu_sampler ${PROJECT_SOURCE_DIR}/bench/gpu_sampler.cpp)
-  target_link_libraries(gpu_sampler PRIVATE wick)
+  target_link_libraries(gpu_sampler PRIVATE wick_llm)
 endif()

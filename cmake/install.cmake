@@ -1,10 +1,11 @@
-# Install rules: headers, libwick (static or shared), the wick tool, the CMake package
-# (wickConfig.cmake, wickConfigVersion.cmake, wickTargets.cmake exporting wick::wick) and wick.pc.
+# Install rules: headers, libwick and libwick_llm (static or shared), the wick tool, the CMake package
+# (wickConfig.cmake, wickConfigVersion.cmake, wickTargets.cmake exporting wick::wick and wick::llm),
+# wick.pc and wick-llm.pc.
 # Included from the top-level CMakeLists after the library (and cmake/gpu.cmake) are defined.
 include(CMakePackageConfigHelpers)
 set(WICK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/wick)
 
-install(TARGETS wick EXPORT wickTargets
+install(TARGETS wick wick_llm EXPORT wickTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -65,4 +66,8 @@ endif()
 file(RELATIVE_PATH WICK_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 string(REGEX REPLACE "/$" "" WICK_PC_UP "${WICK_PC_UP}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/wick.pc.in ${PROJECT_BINARY_DIR}/wick.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/wick.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# The LLM runtime is a second package (Requires: wick) rather than a second -l in wick.pc, so a
+# program that uses only tensors links only libwick, as with the CMake targets wick::wick / wick::llm.
+configure_file(${PROJECT_SOURCE_DIR}/cmake/wick-llm.pc.in ${PROJECT_BINARY_DIR}/wick-llm.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/wick.pc ${PROJECT_BINARY_DIR}/wick-llm.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -10,7 +10,9 @@
 #                                    backend/registry.hpp (which backends are linked in)
 #   backends       src/backend       never src/core; cpu, gpu and no_gpu never include each other
 #   io             src/io            never src/backend/gpu
-#   llm runtime    src/llm           only include/wick (the public API, as any user) and src/llm
+#   llm runtime    src/llm           only include/wick (the public API, as any user) and src/llm;
+#                                    its own headers by bare name ("model_impl.hpp"), as its target
+#                                    wick_llm's include path is include/ and src/llm, never src/
 #   library        src, include      never tools/ (the wick command and its parity harness)
 # Spellings: no WICK_HAVE_GPU in src/core (backends are chosen at link time); no __CUDA_ARCH__ or
 # __HIP_DEVICE_COMPILE__ outside src/backend/gpu and src/ops/capabilities.hpp, which turns them
@@ -97,6 +99,9 @@ for top in ROOTS:
                     why = edge_rule(f, dst)
                     if why:
                         bad.append("%s:%d: includes %s: %s" % (f, n, dst, why))
+            if m and under(f, "src/llm") and not m.group(1).startswith("wick/") and "/" in m.group(1):
+                bad.append("%s:%d: includes \"%s\": src/llm includes the public API as \"wick/...\" and its "
+                           "own headers by bare name (wick_llm's include path has no src/)" % (f, n, m.group(1)))
             code = line.split("//", 1)[0]
             if under(f, "src/core") and have_gpu_re.search(code):
                 bad.append("%s:%d: WICK_HAVE_GPU in src/core: the backends are chosen at link time "
@@ -129,6 +134,16 @@ for f in files("src/backend/gpu"):
             bad.append("%s:%d: launch kernels with launch_kernel() (%s), not <<<>>>" % (f, n, launcher))
         if "__restrict__" in line and "#define WICK_RESTRICT" not in line:
             bad.append("%s:%d: __restrict__ in GPU code: write WICK_RESTRICT (%s says why)" % (f, n, launcher))
+
+# wick_llm's include path: include/ (through wick) and src/llm only, so src/core and the backends
+# stay out of its reach whatever its files spell.
+with open("CMakeLists.txt", encoding="utf-8") as fh:
+    cmake = fh.read()
+for m in re.finditer(r"target_include_directories\(\s*wick_llm\b([^)]*)\)", cmake):
+    for d in m.group(1).split():
+        if ("src" in d or "tools" in d or "tests" in d) and not d.rstrip("/").endswith("src/llm"):
+            bad.append("CMakeLists.txt:%d: wick_llm's include path names %s: it sees include/ and src/llm only" %
+                       (cmake.count("\n", 0, m.start()) + 1, d))
 
 for b in bad:
     print(b)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # wick consumed as a package, the way another project would:
-#   1. static (the default): configure, build, `cmake --install` into a prefix; build examples/api_tour
-#      and examples/safetensors_ops against it with find_package(wick) and run them (each checks its
-#      own results and exits non-zero when one is wrong); the installed `wick` tool runs;
-#   2. pkg-config: one compile of examples/api_tour with `pkg-config --cflags --libs wick`, run;
-#   3. shared (-DBUILD_SHARED_LIBS=ON): install into a second prefix, build and run both examples;
+#   1. static (the default): configure, build, `cmake --install` into a prefix; build examples/api_tour,
+#      examples/safetensors_ops and examples/llm_generate (wick::llm) against it with find_package(wick)
+#      and run them (each checks its own results and exits non-zero when one is wrong); the installed
+#      `wick` tool runs;
+#   2. pkg-config: one compile of examples/api_tour with `pkg-config --cflags --libs wick`, and of
+#      examples/llm_generate with `wick-llm`, run;
+#   3. shared (-DBUILD_SHARED_LIBS=ON): install into a second prefix, build and run the examples;
 #   4. subproject: examples/subproject add_subdirectory's this tree with GoogleTest hidden
 #      (CMAKE_DISABLE_FIND_PACKAGE_GTest): it must configure, build and run without it.
 # Usage: bash scripts/ci_examples.sh [WORK_DIR]   (default build-examples/, emptied first)
@@ -72,7 +74,8 @@ install_wick() {
     [ -e "$prefix/$f" ] || { echo "ci_examples: $prefix/$f was not installed" >&2; return 1; }
   done
   [ -n "$(find "$prefix" -name wickConfig.cmake)" ] && [ -n "$(find "$prefix" -name wickConfigVersion.cmake)" ] &&
-    [ -n "$(find "$prefix" -name wick.pc)" ] || { echo "ci_examples: package files missing in $prefix" >&2; return 1; }
+    [ -n "$(find "$prefix" -name wick.pc)" ] && [ -n "$(find "$prefix" -name wick-llm.pc)" ] ||
+    { echo "ci_examples: package files missing in $prefix" >&2; return 1; }
   # no private header or dependency header leaks into the installed ones
   if grep -rlE '#include [<"](nlohmann|cblas|omp|cuda|hip)' "$prefix/include/wick"; then
     echo "ci_examples: an installed public header includes a private dependency" >&2
@@ -90,6 +93,8 @@ build_and_run api_tour "$static" "$work/api_tour-static"
 build_and_run safetensors_ops "$static" "$work/safetensors_ops-static"
 # the file api_tour wrote, loaded by the other example (softmax rows of p must sum to 1)
 "$work/safetensors_ops-static/safetensors_ops" "$work/api_tour-static/run/p.safetensors"
+llm_fixture=$src/tests/fixtures/llm/llama2/model-q4_0.gguf
+build_and_run llm_generate "$static" "$work/llm_generate-static" "$llm_fixture"
 step "examples against the static package (find_package)"
 
 # 2. pkg-config
@@ -100,7 +105,12 @@ mkdir -p "$work/pkgconfig/run"
 # shellcheck disable=SC2086  # the flags are words
 c++ -std=c++20 -O2 examples/api_tour/main.cpp $pc_flags -o "$work/pkgconfig/api_tour"
 (cd "$work/pkgconfig/run" && "$work/pkgconfig/api_tour")
-step "api_tour through pkg-config"
+pc_llm_flags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs wick-llm)
+echo "pkg-config --cflags --libs wick-llm: $pc_llm_flags"
+# shellcheck disable=SC2086  # the flags are words
+c++ -std=c++20 -O2 examples/llm_generate/main.cpp $pc_llm_flags -o "$work/pkgconfig/llm_generate"
+"$work/pkgconfig/llm_generate" "$llm_fixture"
+step "api_tour and llm_generate through pkg-config"
 
 # 3. shared
 shared=$work/prefix-shared
@@ -108,6 +118,7 @@ install_wick "$work/wick-shared" "$shared" -DBUILD_SHARED_LIBS=ON
 [ -n "$(find "$shared" -name 'libwick.so*')" ] || { echo "ci_examples: no libwick.so in $shared" >&2; exit 1; }
 build_and_run api_tour "$shared" "$work/api_tour-shared"
 build_and_run safetensors_ops "$shared" "$work/safetensors_ops-shared"
+build_and_run llm_generate "$shared" "$work/llm_generate-shared" "$llm_fixture"
 # ldd's output captured first: `ldd | grep -q` under pipefail fails when grep exits early (SIGPIPE)
 libs=$(ldd "$work/api_tour-shared/api_tour")
 grep -q "libwick.so" <<<"$libs" ||

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -207,6 +208,88 @@ TEST(LlmModel, BadFilesNameTheProblem) {
   w = what_of([&] { Model::load(d.string()); });
   EXPECT_NE(w.find("missing tensor model.layers.0.self_attn.o_proj.weight"), std::string::npos) << w;
   EXPECT_NE(what_of([&] { Model::load(kDev + "no_such_model"); }).find("no such file"), std::string::npos);
+}
+
+// A family's own tensors are required in every layer: a qwen3 file without its q/k norms or a
+// qwen2 file without its q/k/v biases is an Error naming the tensor (llama.cpp requires them too),
+// never a model of another family. Layer 0 and the last layer, GGUF and Hugging Face layouts.
+TEST(LlmModel, FamilyTensorsAreRequiredInEveryLayer) {
+  auto drop_gguf = [](const std::string& from, const std::string& drop) {
+    const GGUFFile f = GGUFFile::open(from);
+    std::vector<std::pair<std::string, GGUFValue>> meta;
+    for (const auto& [k, v] : f.metadata())
+      if (k.rfind("GGUF.", 0) != 0) meta.emplace_back(k, v);
+    std::vector<std::pair<std::string, Tensor>> ts;
+    for (const auto& t : f.tensors())
+      if (t.name != drop) ts.emplace_back(t.name, f.load(t.name));
+    const std::string path = test::tmp_path("drop.gguf");
+    save_gguf(path, meta, ts);
+    return path;
+  };
+  const size_t last = Model::load(kDev + "dev_qwen3/model.gguf", f32_cpu())->config().n_layers - 1;
+  for (const std::string& t :
+       {std::string("blk.0.attn_q_norm.weight"), "blk." + std::to_string(last) + ".attn_k_norm.weight"}) {
+    const std::string w = what_of([&] { Model::load(drop_gguf(kDev + "dev_qwen3/model.gguf", t), f32_cpu()); });
+    EXPECT_NE(w.find("missing tensor " + t), std::string::npos) << w;
+    EXPECT_NE(w.find("qwen3"), std::string::npos) << w;
+  }
+  for (const std::string& t : {"blk.0.attn_q.bias", "blk.0.attn_v.bias"}) {
+    const std::string w = what_of([&] { Model::load(drop_gguf(kDev + "dev_qwen2/model.gguf", t), f32_cpu()); });
+    EXPECT_NE(w.find("missing tensor " + t), std::string::npos) << w;
+  }
+  // The same in a Hugging Face directory, named as the checkpoint names it.
+  const fs::path d = fs::path(test::tmp_path("hf")).parent_path() / "hf_qwen3_no_qnorm";
+  fs::create_directories(d);
+  fs::copy_file(kDev + "dev_qwen3/config.json", d / "config.json", fs::copy_options::overwrite_existing);
+  auto st = load_safetensors(kDev + "dev_qwen3/model.safetensors");
+  ASSERT_EQ(st.erase("model.layers.0.self_attn.q_norm.weight"), 1u);
+  save_safetensors(st, (d / "model.safetensors").string());
+  const std::string w = what_of([&] { Model::load(d.string(), f32_cpu()); });
+  EXPECT_NE(w.find("missing tensor model.layers.0.self_attn.q_norm.weight"), std::string::npos) << w;
+}
+
+// A file claiming far more layers than it holds (llama.block_count = 2^24) fails at the first
+// missing layer, naming its tensor, without allocating for the layers it claims (over 16 GB of
+// layer objects and names before this was checked).
+TEST(LlmModel, LayerCountBeyondTheTensorsFailsAtTheFirstMissingLayer) {
+  const GGUFFile f = GGUFFile::open(kDev + "dev_llama/model.gguf");
+  const size_t held = Model::load(kDev + "dev_llama/model.gguf", f32_cpu())->config().n_layers;
+  std::vector<std::pair<std::string, GGUFValue>> meta;
+  for (const auto& [k, v] : f.metadata())
+    if (k.rfind("GGUF.", 0) != 0)
+      meta.emplace_back(k, k == "llama.block_count" ? GGUFValue::of_u32(uint32_t(1) << 24) : v);
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (const auto& t : f.tensors()) ts.emplace_back(t.name, f.load(t.name));
+  const std::string path = test::tmp_path("many_layers.gguf");
+  save_gguf(path, meta, ts);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string w = what_of([&] { Model::load(path, f32_cpu()); });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_NE(w.find("missing tensor blk." + std::to_string(held) + ".attn_norm.weight"), std::string::npos) << w;
+  EXPECT_LT(s, 5.0);
+}
+
+// An architecture outside the table: the error lists every supported one, for both file kinds.
+TEST(LlmModel, UnknownArchitectureListsTheSupportedOnes) {
+  const GGUFFile f = GGUFFile::open(kDev + "dev_llama/model.gguf");
+  std::vector<std::pair<std::string, GGUFValue>> meta;
+  for (const auto& [k, v] : f.metadata())
+    if (k.rfind("GGUF.", 0) != 0) meta.emplace_back(k, k == "general.architecture" ? GGUFValue::of_string("mamba") : v);
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (const auto& t : f.tensors()) ts.emplace_back(t.name, f.load(t.name));
+  const std::string path = test::tmp_path("mamba.gguf");
+  save_gguf(path, meta, ts);
+  std::string w = what_of([&] { Model::load(path); });
+  EXPECT_NE(w.find("'mamba' is not supported; supported: llama, qwen2, qwen3"), std::string::npos) << w;
+  const fs::path d = fs::path(test::tmp_path("hf")).parent_path() / "hf_mamba";
+  fs::create_directories(d);
+  nlohmann::json cfg = read_json(kDev + "dev_llama/config.json");
+  cfg["model_type"] = "mamba";
+  std::ofstream(d / "config.json") << cfg.dump();
+  w = what_of([&] { Model::load(d.string()); });
+  EXPECT_NE(w.find("'mamba' is not supported; supported: llama, mistral, qwen2, qwen3"), std::string::npos) << w;
+  EXPECT_STREQ(arch_to_string(Arch::Mistral), "mistral");
+  EXPECT_STREQ(arch_to_string(Arch::Qwen3), "qwen3");
 }
 
 TEST(LlmModel, ProgressReportsEveryByte) {

@@ -330,6 +330,58 @@ TEST(LlmParity, DecodeGraphMatchesOpByOpGpu) {
   if (ran == 0) GTEST_SKIP() << "no fixtures under " << kLlm;
 }
 
+// Each decode fusion turned off (DecodeOptions), and all of them: the unfused ops give the default's
+// logits up to rounding, step by step through the recorded decode graph. The bounds are
+// DecodeGraphMatchesOpByOpGpu's (Q4 files: 8-bit activations whose codes may flip).
+TEST(LlmParity, DecodeOptionsOffMatchTheFusedStepGpu) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  std::vector<std::pair<std::string, DecodeOptions>> variants;
+  for (bool DecodeOptions::*field :
+       {&DecodeOptions::stack_qk, &DecodeOptions::q8_1_inputs, &DecodeOptions::rope_kv_append,
+        &DecodeOptions::matmul_swiglu, &DecodeOptions::short_view}) {
+    DecodeOptions o;
+    o.*field = false;
+    variants.emplace_back("one off", o);
+  }
+  variants.emplace_back("all off", DecodeOptions{false, false, false, false, false});
+  size_t ran = 0;
+  for (const char* name : kFamilies) {
+    if (!have_fixture(name)) continue;
+    const std::string dir = kLlm + name;
+    const auto ids = ids_of(read_json(dir + "/expected.json")["prompt_ids"]);
+    for (const std::string file : {"model-f16.gguf", "model-q4_0.gguf", "model-q4_k_m.gguf"}) {
+      if (!fs::exists(dir + "/" + file)) continue;
+      auto steps = [&](const DecodeOptions& opt) {
+        LoadOptions o;
+        o.device = d;
+        o.dtype = DType::F16;
+        o.decode = opt;
+        auto m = Model::load(dir + "/" + file, o);
+        KvCache c = m->make_cache(2 * ids.size() + 1);
+        std::vector<std::vector<double>> out;
+        for (size_t i = 0; i < 2 * ids.size(); ++i) {
+          const std::vector<float> l = m->forward({ids[i % ids.size()]}, c).to_vector<float>();
+          out.emplace_back(l.begin(), l.end());
+        }
+        return out;
+      };
+      const auto fused = steps(DecodeOptions{});
+      const bool quant = file.find("q4_") != std::string::npos;
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const auto plain = steps(variants[v].second);
+        double worst = 0;
+        for (size_t s = 0; s < fused.size(); ++s) worst = std::max(worst, nmse(plain[s], fused[s]));
+        std::printf("%-8s %-17s variant %zu (%s): worst step nmse %.3g\n", name, file.c_str(), v,
+                    variants[v].first.c_str(), worst);
+        EXPECT_LT(worst, quant ? 2e-3 : 1e-5) << name << " " << file << " variant " << v;
+      }
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no fixtures under " << kLlm;
+}
+
 // Decode steps on the GPU in f16, one token at a time through the prompt from an empty cache (the
 // recorded decode graph after the first step), each step's logits against transformers' float64
 // logits at that position: TransformersLogitsGpu's f16 bound, 1e-5 (an H200 measured 5.5e-7 .. 6.8e-7).

@@ -87,11 +87,43 @@ void add_dtype_option(CLI::App& cmd, std::string& dtype) {
       ->check(float_dtypes());
 }
 
+// --decode-off's names, one per llm::DecodeOptions field (docs/llm.md has the table).
+const std::vector<std::pair<std::string, bool llm::DecodeOptions::*>> kDecodeFusions = {
+    {"qk-stack", &llm::DecodeOptions::stack_qk},
+    {"q8p", &llm::DecodeOptions::q8_1_inputs},
+    {"rope-kv", &llm::DecodeOptions::rope_kv_append},
+    {"swiglu", &llm::DecodeOptions::matmul_swiglu},
+    {"short-view", &llm::DecodeOptions::short_view}};
+
+// --decode-off, the same in run and bench-llm.
+void add_decode_off_option(CLI::App& cmd, std::vector<std::string>& off) {
+  std::vector<std::string> names;
+  std::string list;
+  for (const auto& [n, field] : kDecodeFusions) {
+    names.push_back(n);
+    list += (list.empty() ? "" : ",") + n;
+  }
+  cmd.add_option("--decode-off", off,
+                 "on a GPU, run these fused decode kernels unfused, for A/B timing: a comma-separated list of " + list)
+      ->type_name("LIST")
+      ->delimiter(',')
+      ->check(CLI::IsMember(names));
+}
+
+llm::DecodeOptions decode_options(const std::vector<std::string>& off) {
+  llm::DecodeOptions d;
+  for (const std::string& n : off)
+    for (const auto& [name, field] : kDecodeFusions)
+      if (n == name) d.*field = false;
+  return d;
+}
+
 std::unique_ptr<llm::Model> load_model(const std::string& path, const Device& dev, const std::string& dtype,
-                                       bool graphs = true) {
+                                       bool graphs = true, const llm::DecodeOptions& decode = {}) {
   llm::LoadOptions o;
   o.device = dev;
   o.graphs = graphs;
+  o.decode = decode;
   if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
   auto bar = std::make_shared<LoadBar>();
   o.progress = [bar](size_t done, size_t total) { (*bar)(done, total); };
@@ -109,7 +141,7 @@ struct RunArgs {
   std::string model, prompt, system, dtype, cache_dtype, device = "best";
   size_t n = 128, ctx = 0;
   llm::SamplingParams sampling;
-  std::vector<std::string> stop;
+  std::vector<std::string> stop, decode_off;
   bool chat = false, json = false, ignore_eos = false, no_graph = false;
 };
 
@@ -118,7 +150,7 @@ int run_generate(const RunArgs& a) {
   reset_peak_memory(dev);
   auto t_load = Clock::now();
   // The model first: its loader's messages say best what is wrong with a file.
-  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph, decode_options(a.decode_off));
   const double load_s = since(t_load);
   llm::Tokenizer tok = llm::Tokenizer::load(a.model);
 
@@ -283,6 +315,7 @@ struct BenchLlmArgs {
   std::string model, dtype, cache_dtype, device = "best";
   std::vector<long long> n_prompt{512}, n_gen{128}, n_depth{0};
   size_t reps = 5, ubatch = 512;
+  std::vector<std::string> decode_off;
   bool json = false, no_ctx_check = false, no_graph = false;
 };
 
@@ -382,7 +415,7 @@ int run_bench_llm(const BenchLlmArgs& a) {
 
   const Device dev = parse_device(a.device);
   const FileWeights fw = file_weights(a.model);
-  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph, decode_options(a.decode_off));
   const llm::ModelConfig& cfg = model->config();
   for (const LlmTest& t : tests) {
     const size_t need = t.n_depth + t.n_prompt + t.n_gen;
@@ -567,6 +600,10 @@ LlmCommand add_run(CLI::App& root) {
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
   cmd->add_flag("--no-graph", a->no_graph,
                 "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
+  add_decode_off_option(*cmd, a->decode_off);
+  cmd->add_flag("--sample-on-host", a->sampling.sample_on_host,
+                "copy each whole row of logits to the host to sample (default: only the top-k found on the "
+                "device); the same tokens, for A/B timing");
   cmd->add_flag("--json", a->json,
                 "print one JSON object {text, prompt_ids, ids, timings, stop_reason, memory} instead of streaming");
   add_dtype_option(*cmd, a->dtype);
@@ -631,6 +668,7 @@ LlmCommand add_bench_llm(CLI::App& root) {
       ->check(float_dtypes());
   cmd->add_flag("--no-graph", a->no_graph,
                 "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
+  add_decode_off_option(*cmd, a->decode_off);
   cmd->add_flag("--no-ctx-check", a->no_ctx_check,
                 "run tests whose depth + N passes the model's context length (llama-bench does not check it)");
   cmd->add_flag("--json", a->json,

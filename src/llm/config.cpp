@@ -3,26 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "llm/model_impl.hpp"
+#include "archs.hpp"
 #include "wick/error.hpp"
 
-namespace wick::llm {
-
-const char* arch_to_string(Arch a) {
-  switch (a) {
-    case Arch::Llama:
-      return "llama";
-    case Arch::Mistral:
-      return "mistral";
-    case Arch::Qwen2:
-      return "qwen2";
-    case Arch::Qwen3:
-      return "qwen3";
-  }
-  return "?";
-}
-
-namespace detail {
+namespace wick::llm::detail {
 namespace {
 
 [[noreturn]] void bad(const std::string& path, const std::string& msg) {
@@ -61,18 +45,15 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
   if (!a || a->type != GGUFType::String) bad(path, "GGUF metadata has no general.architecture string");
   ModelConfig c;
   c.arch_name = a->as_string();
-  if (c.arch_name == "llama")
-    c.arch = Arch::Llama;  // Mistral GGUFs say llama too
-  else if (c.arch_name == "qwen2")
-    c.arch = Arch::Qwen2;
-  else if (c.arch_name == "qwen3")
-    c.arch = Arch::Qwen3;
-  else
+  const ArchInfo* row = find_gguf_arch(c.arch_name);
+  if (!row)
     throw Error(ErrorKind::Unsupported, "model (" + path + "): GGUF architecture '" + c.arch_name +
-                                            "' is not supported; supported: llama (LLaMA, Mistral, TinyLlama, "
-                                            "SmolLM2), qwen2, qwen3");
+                                            "' is not supported; supported: " + supported_gguf_archs());
+  c.arch = row->arch;
+  const HParamKeys& k = row->keys;
   const std::string p = c.arch_name + ".";
-  auto get_u = [&](const std::string& key, std::optional<uint64_t> dflt) -> uint64_t {
+  auto get_u = [&](const HParamKey& hk, std::optional<uint64_t> dflt) -> uint64_t {
+    const std::string key = hk.gguf;
     const GGUFValue* v = f.find(p + key);
     if (!v) {
       if (dflt) return *dflt;
@@ -96,18 +77,18 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
       bad(path, p + key + ": " + e.what());
     }
   };
-  c.max_position = get_u("context_length", 4096);
-  c.hidden = get_u("embedding_length", std::nullopt);
-  c.n_layers = get_u("block_count", std::nullopt);
-  c.intermediate = get_u("feed_forward_length", std::nullopt);
-  c.n_heads = get_u("attention.head_count", std::nullopt);
-  c.n_kv_heads = get_u("attention.head_count_kv", c.n_heads);
-  c.head_dim = get_u("attention.key_length", c.n_heads ? c.hidden / c.n_heads : 0);
-  if (get_u("attention.value_length", c.head_dim) != c.head_dim)
+  c.max_position = get_u(k.context_length, 4096);
+  c.hidden = get_u(k.hidden, std::nullopt);
+  c.n_layers = get_u(k.n_layers, std::nullopt);
+  c.intermediate = get_u(k.intermediate, std::nullopt);
+  c.n_heads = get_u(k.n_heads, std::nullopt);
+  c.n_kv_heads = get_u(k.n_kv_heads, c.n_heads);
+  c.head_dim = get_u(k.head_dim, c.n_heads ? c.hidden / c.n_heads : 0);
+  if (get_u(k.value_dim, c.head_dim) != c.head_dim)
     throw Error(ErrorKind::Unsupported, "model (" + path + "): key and value head dims differ");
-  c.rope_dim = get_u("rope.dimension_count", c.head_dim);
-  c.rms_eps = get_f("attention.layer_norm_rms_epsilon", 1e-5);
-  c.rope_theta = get_f("rope.freq_base", 10000.0);
+  c.rope_dim = get_u(k.rope_dim, c.head_dim);
+  c.rms_eps = get_f(k.rms_eps.gguf, 1e-5);
+  c.rope_theta = get_f(k.rope_theta.gguf, 10000.0);
   if (const GGUFValue* v = f.find(p + "rope.scaling.type"); v && v->type == GGUFType::String) {
     const std::string& t = v->as_string();
     if (t == "linear") {
@@ -126,11 +107,12 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
   const Shape es = f.tensor(emb).shape();
   c.vocab_size = es.size() == 2 ? es[0] : 0;
   c.tie_embeddings = !f.contains("output.weight");
-  c.qkv_bias = f.contains("blk.0.attn_q.bias");
-  c.qk_norm = f.contains("blk.0.attn_q_norm.weight");
+  // The family decides its features (what llama.cpp reads), never the tensors of one layer.
+  c.qkv_bias = row->qkv_bias;
+  c.qk_norm = row->qk_norm;
   // convert_hf_to_gguf.py permutes llama q/k for llama.cpp's normal (interleaved) rope; qwen2/3
   // keep HF's order and use NEOX (halves).
-  c.rope_interleaved = c.arch == Arch::Llama;
+  c.rope_interleaved = row->gguf_rope_interleaved;
   check_sizes(c, path);
   return c;
 }
@@ -154,6 +136,10 @@ ModelConfig parse_hf(const std::string& config_path) {
     return it->get<double>();
   };
   auto size = [&](const char* key, std::optional<size_t> dflt) -> size_t {
+    if (!key) {
+      if (dflt) return *dflt;
+      bad(config_path, "no config.json key for a required size");
+    }
     auto v = num(j, key);
     if (!v) {
       if (dflt) return *dflt;
@@ -164,27 +150,22 @@ ModelConfig parse_hf(const std::string& config_path) {
   };
   ModelConfig c;
   c.arch_name = j.value("model_type", std::string());
-  if (c.arch_name == "llama")
-    c.arch = Arch::Llama;
-  else if (c.arch_name == "mistral")
-    c.arch = Arch::Mistral;
-  else if (c.arch_name == "qwen2")
-    c.arch = Arch::Qwen2;
-  else if (c.arch_name == "qwen3")
-    c.arch = Arch::Qwen3;
-  else
+  const ArchInfo* row = find_hf_type(c.arch_name);
+  if (!row)
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): model_type '" + c.arch_name +
-                                            "' is not supported; supported: llama, mistral, qwen2, qwen3");
-  c.vocab_size = size("vocab_size", std::nullopt);
-  c.hidden = size("hidden_size", std::nullopt);
-  c.intermediate = size("intermediate_size", std::nullopt);
-  c.n_layers = size("num_hidden_layers", std::nullopt);
-  c.n_heads = size("num_attention_heads", std::nullopt);
-  c.n_kv_heads = size("num_key_value_heads", c.n_heads);
-  c.head_dim = size("head_dim", c.n_heads ? c.hidden / c.n_heads : 0);
+                                            "' is not supported; supported: " + supported_hf_types());
+  c.arch = row->arch;
+  const HParamKeys& k = row->keys;
+  c.vocab_size = size(k.vocab_size.hf, std::nullopt);
+  c.hidden = size(k.hidden.hf, std::nullopt);
+  c.intermediate = size(k.intermediate.hf, std::nullopt);
+  c.n_layers = size(k.n_layers.hf, std::nullopt);
+  c.n_heads = size(k.n_heads.hf, std::nullopt);
+  c.n_kv_heads = size(k.n_kv_heads.hf, c.n_heads);
+  c.head_dim = size(k.head_dim.hf, c.n_heads ? c.hidden / c.n_heads : 0);
   c.rope_dim = c.head_dim;
-  c.max_position = size("max_position_embeddings", 4096);
-  c.rms_eps = num(j, "rms_norm_eps").value_or(1e-6);
+  c.max_position = size(k.context_length.hf, 4096);
+  c.rms_eps = num(j, k.rms_eps.hf).value_or(1e-6);
   // Rope settings: top-level rope_theta / rope_scaling (transformers 4), or rope_parameters
   // (transformers 5), which also holds rope_theta.
   nlohmann::json rp = nlohmann::json::object();
@@ -192,7 +173,7 @@ ModelConfig parse_hf(const std::string& config_path) {
   if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
     for (auto& [k, v] : it->items()) rp[k] = v;
   }
-  c.rope_theta = num(j, "rope_theta").value_or(num(rp, "rope_theta").value_or(10000.0));
+  c.rope_theta = num(j, k.rope_theta.hf).value_or(num(rp, "rope_theta").value_or(10000.0));
   std::string rt = rp.value("rope_type", rp.value("type", std::string("default")));
   if (rt == "llama3") {
     c.rope_scaling = RopeScaling::Llama3;
@@ -211,13 +192,13 @@ ModelConfig parse_hf(const std::string& config_path) {
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): rope type '" + rt +
                                             "' is not supported (supported: default, linear, llama3)");
   }
-  c.tie_embeddings = j.value("tie_word_embeddings", false);
+  c.tie_embeddings = j.value(k.tie_embeddings.hf, false);
   // Qwen2 always has q/k/v bias; others say attention_bias (the loader also takes any bias present).
-  c.qkv_bias = c.arch == Arch::Qwen2 || j.value("attention_bias", false);
-  c.qk_norm = c.arch == Arch::Qwen3;
+  c.qkv_bias = row->qkv_bias || j.value(k.attention_bias.hf, false);
+  c.qk_norm = row->qk_norm;
   c.rope_interleaved = false;
-  if (c.arch == Arch::Mistral) {
-    c.sliding_window = size("sliding_window", 0);
+  if (k.sliding_window.hf) {
+    c.sliding_window = size(k.sliding_window.hf, 0);
   } else if (j.value("use_sliding_window", false)) {
     // Qwen2/3's window applies from layer max_window_layers on; not implemented.
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): use_sliding_window = true is not supported for " +
@@ -237,5 +218,4 @@ ModelConfig config_from_hf(const std::string& config_path) {
   }
 }
 
-}  // namespace detail
-}  // namespace wick::llm
+}  // namespace wick::llm::detail

@@ -3,7 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "llm/model_impl.hpp"
+#include "archs.hpp"
+#include "model_impl.hpp"
 #include "wick/error.hpp"
 
 namespace fs = std::filesystem;
@@ -28,8 +29,10 @@ std::unique_ptr<Model> load_impl(const std::string& path, const LoadOptions& o) 
                                      " is a directory without config.json; give a .gguf file or a Hugging Face "
                                      "model directory");
     const ModelConfig c = detail::config_from_hf(cfg.string());
-    auto src = detail::open_hf_weights(p.string());
-    return detail::load_llama(c, *src, o, {});
+    const detail::ArchInfo& arch = detail::arch_info(c.arch);
+    auto src = detail::open_hf_weights(p.string(), c.arch);
+    detail::check_required_tensors(arch, c, *src);
+    return arch.build(c, *src, o, {});
   }
   if (!fs::exists(p, ec)) throw Error(ErrorKind::Io, "Model::load: no such file or directory: " + path);
   const GGUFFile f = GGUFFile::open(path);
@@ -45,8 +48,10 @@ std::unique_ptr<Model> load_impl(const std::string& path, const LoadOptions& o) 
       if (!(v > 0) || !std::isfinite(v))
         throw Error(ErrorKind::Io, "model (" + path + "): rope_freqs.weight holds a non-positive or non-finite value");
   }
+  const detail::ArchInfo& arch = detail::arch_info(c.arch);
   auto src = detail::open_gguf_weights(f, path);
-  return detail::load_llama(c, *src, o, std::move(factors));
+  detail::check_required_tensors(arch, c, *src);
+  return arch.build(c, *src, o, std::move(factors));
 }
 
 }  // namespace

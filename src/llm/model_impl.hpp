@@ -33,10 +33,8 @@ class WeightSource {
 };
 
 std::unique_ptr<WeightSource> open_gguf_weights(const GGUFFile& f, const std::string& path);
-std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir);
-
-// GGUF name -> HF (transformers) name for the LLaMA family, e.g. "output" -> "lm_head".
-std::string hf_tensor_name(const std::string& gguf_name);
+// A Hugging Face directory's safetensors, named as the architecture's table row maps them.
+std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir, Arch arch);
 
 ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path);
 ModelConfig config_from_hf(const std::string& config_json_path);
@@ -46,8 +44,9 @@ struct Linear {
   Tensor w;   // (out, in), compute dtype
   QTensor q;  // (out, in), quantized
   Tensor b;   // (out), optional
-  // x_q8_1: x's rows in Q8_1 from x's producer (rms_norm, silu_mul), which a quantized product's
-  // matrix-vector path takes instead of quantizing x; ignored by plain weights.
+  // x_q8_1: x's rows in Q8_1 from x's producer (fast::rms_norm_q8_1, fast::silu_mul_q8_1, ...),
+  // which a quantized product's matrix-vector path takes instead of quantizing x (fast::matmul_t_q8_1);
+  // ignored by plain weights.
   Tensor forward(const Tensor& x, const QTensor& x_q8_1 = QTensor()) const;
   size_t bytes() const;
   size_t out_features() const { return q.defined() ? q.dim(0) : w.dim(0); }
@@ -80,10 +79,6 @@ class WeightLoader {
   std::function<void(size_t, size_t)> progress_;
   size_t total_ = 0, done_ = 0, bytes_ = 0;
 };
-
-// The LLaMA family's model (LLaMA, Mistral, Qwen2, Qwen3).
-std::unique_ptr<Model> load_llama(const ModelConfig& c, const WeightSource& src, const LoadOptions& o,
-                                  std::vector<float> rope_freq_factors);
 
 std::string shape_string(const Shape& s);
 

@@ -1,8 +1,8 @@
-#include "llm/pretokenize.hpp"
+#include "pretokenize.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include "llm/unicode.hpp"
+#include "unicode.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm {

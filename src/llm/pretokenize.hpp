@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "llm/regex.hpp"
+#include "regex.hpp"
 
 namespace wick::llm {
 

@@ -19,12 +19,12 @@
 // it unchanged; what such a port must carry over: the code-point API (find_all over a code-point
 // range, full_match), the syntax errors this engine reports, \w as UTS #18 (PCRE2 10.42's \w under
 // UCP is L, N and '_' only), and Unicode 14 as in unicode_data.cpp (utf8proc 2.8 is Unicode 15).
-#include "llm/regex.hpp"
+#include "regex.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "llm/unicode.hpp"
+#include "unicode.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm {

@@ -73,12 +73,7 @@ int32_t Sampler::sample(const Tensor& logits, const std::vector<int32_t>& histor
     const std::vector<float> row = logits.to_vector<float>();
     return sample(row.data(), n_vocab, history);
   };
-  // WICK_SAMPLE_ON_HOST=1 copies the whole row as before, to compare (docs/gpu.md).
-  static const bool on_host = [] {
-    const char* e = std::getenv("WICK_SAMPLE_ON_HOST");
-    return e && std::string(e) == "1";
-  }();
-  if (on_host || want == 0 || n_vocab > size_t(std::numeric_limits<int32_t>::max())) return whole_row();
+  if (p_.sample_on_host || want == 0 || n_vocab > size_t(std::numeric_limits<int32_t>::max())) return whole_row();
   // The penalty moves the logits of the history's ids, so the set is the top (k + their count)
   // before it: a penalty > 1 only lowers them, so every id of the top k after the penalty is in it;
   // one < 1 raises them, so those ids join the set too.

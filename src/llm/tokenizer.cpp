@@ -5,8 +5,8 @@
 #include <cctype>
 #include <queue>
 
-#include "llm/tokenizer_impl.hpp"
-#include "llm/unicode.hpp"
+#include "tokenizer_impl.hpp"
+#include "unicode.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm {

@@ -7,7 +7,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "llm/pretokenize.hpp"
+#include "pretokenize.hpp"
 #include "wick/llm/tokenizer.hpp"
 
 namespace wick::llm {

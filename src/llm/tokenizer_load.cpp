@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "llm/tokenizer_impl.hpp"
+#include "tokenizer_impl.hpp"
 #include "wick/error.hpp"
 #include "wick/gguf.hpp"
 

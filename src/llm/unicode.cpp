@@ -1,9 +1,9 @@
-#include "llm/unicode.hpp"
+#include "unicode.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "llm/unicode_data.hpp"
+#include "unicode_data.hpp"
 
 namespace wick::llm {
 

@@ -6,7 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "llm/model_impl.hpp"
+#include "archs.hpp"
+#include "model_impl.hpp"
 #include "wick/error.hpp"
 #include "wick/fast.hpp"
 
@@ -18,30 +19,6 @@ std::string shape_string(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + (s.size() == 1 ? ",)" : ")");
-}
-
-std::string hf_tensor_name(const std::string& g) {
-  static const std::map<std::string, std::string> top = {
-      {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
-  static const std::map<std::string, std::string> blk = {
-      {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
-      {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
-      {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
-      {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
-      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"}};
-  const size_t dot = g.rfind('.');
-  const std::string stem = dot == std::string::npos ? g : g.substr(0, dot);
-  const std::string suffix = dot == std::string::npos ? "" : g.substr(dot);  // ".weight" / ".bias"
-  if (auto it = top.find(stem); it != top.end()) return it->second + suffix;
-  if (stem.rfind("blk.", 0) == 0) {
-    const size_t d2 = stem.find('.', 4);
-    if (d2 != std::string::npos) {
-      const std::string layer = stem.substr(4, d2 - 4), part = stem.substr(d2 + 1);
-      if (auto it = blk.find(part); it != blk.end()) return "model.layers." + layer + "." + it->second + suffix;
-    }
-  }
-  return g;
 }
 
 namespace {
@@ -72,7 +49,7 @@ class GgufSource : public WeightSource {
 
 class HfSource : public WeightSource {
  public:
-  explicit HfSource(const std::string& dir) : dir_(dir) {
+  HfSource(const std::string& dir, const ArchInfo& arch) : dir_(dir), arch_(arch) {
     std::vector<std::string> files;
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
     if (fs::exists(index)) {
@@ -105,34 +82,36 @@ class HfSource : public WeightSource {
     }
   }
   std::string path() const override { return dir_; }
-  std::string file_name(const std::string& n) const override { return hf_tensor_name(n); }
-  bool has(const std::string& n) const override { return where_.count(hf_tensor_name(n)) != 0; }
-  Shape shape(const std::string& n) const override { return st(n).shape(hf_tensor_name(n)); }
+  std::string file_name(const std::string& n) const override { return name(n); }
+  std::string name(const std::string& n) const { return hf_tensor_name(arch_, n); }
+  bool has(const std::string& n) const override { return where_.count(name(n)) != 0; }
+  Shape shape(const std::string& n) const override { return st(n).shape(name(n)); }
   bool quantized(const std::string&) const override { return false; }
-  std::string type_name(const std::string& n) const override { return dtype_name(st(n).dtype(hf_tensor_name(n))); }
+  std::string type_name(const std::string& n) const override { return dtype_name(st(n).dtype(name(n))); }
   size_t file_bytes(const std::string& n) const override {
     const SafeTensors& s = st(n);
-    const std::string h = hf_tensor_name(n);
+    const std::string h = name(n);
     size_t e = 1;
     for (size_t d : s.shape(h)) e *= d;
     return e * dtype_size(s.dtype(h));
   }
-  Tensor load(const std::string& n, Device d) const override { return st(n).load(hf_tensor_name(n), d); }
+  Tensor load(const std::string& n, Device d) const override { return st(n).load(name(n), d); }
   QTensor load_quantized(const std::string& n, Device) const override {
-    throw Error(ErrorKind::Internal, "model: safetensors tensor " + hf_tensor_name(n) + " is not quantized");
+    throw Error(ErrorKind::Internal, "model: safetensors tensor " + name(n) + " is not quantized");
   }
   DType weight_dtype() const override {
     const std::string e = "token_embd.weight";
-    return has(e) ? st(e).dtype(hf_tensor_name(e)) : DType::F32;
+    return has(e) ? st(e).dtype(name(e)) : DType::F32;
   }
 
  private:
   const SafeTensors& st(const std::string& n) const {
-    auto it = where_.find(hf_tensor_name(n));
-    if (it == where_.end()) throw Error(ErrorKind::Argument, "model (" + dir_ + "): no tensor " + hf_tensor_name(n));
+    auto it = where_.find(name(n));
+    if (it == where_.end()) throw Error(ErrorKind::Argument, "model (" + dir_ + "): no tensor " + name(n));
     return files_[it->second];
   }
   std::string dir_;
+  const ArchInfo& arch_;
   std::vector<SafeTensors> files_;
   std::map<std::string, size_t> where_;
 };
@@ -142,7 +121,9 @@ class HfSource : public WeightSource {
 std::unique_ptr<WeightSource> open_gguf_weights(const GGUFFile& f, const std::string& path) {
   return std::make_unique<GgufSource>(f, path);
 }
-std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir) { return std::make_unique<HfSource>(dir); }
+std::unique_ptr<WeightSource> open_hf_weights(const std::string& dir, Arch arch) {
+  return std::make_unique<HfSource>(dir, arch_info(arch));
+}
 
 Tensor Linear::forward(const Tensor& x, const QTensor& x_q8_1) const {
   Tensor y = q.defined() ? fast::matmul_t_q8_1(q, x, x_q8_1) : x.matmul(w.t());

@@ -42,6 +42,27 @@ struct ModelConfig {
   size_t sliding_window = 0;
 };
 
+// The fused kernels of a one-token decode step on a GPU, each on by default. Turning one off runs
+// the unfused ops in its place: the same numbers up to rounding, for timing one against the other
+// (`wick bench-llm --decode-off ...`, docs/llm.md). The CPU runs none of them.
+struct DecodeOptions {
+  // q and k weights stacked into one product where v's quantized type differs from theirs (stacking
+  // q, k and v together needs one type; llama-quantize's Q4_K_M gives some layers a Q6_K v).
+  bool stack_qk = true;
+  // A norm or silu_mul writes its output in Q8_1 too, for the quantized product that reads it (one
+  // quantize kernel fewer per product); where that product is stacked q|k|v or gate|up, the norm
+  // runs inside the product's kernel.
+  bool q8_1_inputs = true;
+  // In a recorded step, the rope of q and k and both KV-cache writes in one kernel (rope_kv_append).
+  bool rope_kv_append = true;
+  // Plain (not quantized) stacked gate|up weights: the silu product in the matrix-vector kernel's
+  // epilogue (matmul_swiglu).
+  bool matmul_swiglu = true;
+  // Positions below 256 replay a second recorded step that attends over the cache's first 256 rows
+  // (one run of keys: no merge kernel); off: one recording over the whole cache.
+  bool short_view = true;
+};
+
 struct LoadOptions {
   Device device = Device::cpu();
   // Activations and non-quantized weights: default f32 on the CPU, f16 on a GPU (bf16 when the
@@ -51,6 +72,7 @@ struct LoadOptions {
   // On a GPU, one-token decode steps are recorded once per cache into a graph (wick::Graph) and
   // replayed; false launches every op of every step (the same results, slower: for comparisons).
   bool graphs = true;
+  DecodeOptions decode;
 };
 
 // Per layer K and V, each (1, n_kv_heads, capacity, head_dim), preallocated and written in place.

@@ -21,6 +21,9 @@ struct SamplingParams {
   double repeat_penalty = 1.0;  // 1: off; a logit of a recent id: positive / penalty, negative * penalty
   size_t repeat_last_n = 64;    // how many of the last history ids the penalty looks at (0: off)
   uint64_t seed = 42;
+  // sample(const Tensor&) copies the whole row to the host instead of the top k found on the
+  // device: the same ids, for timing the two (`wick run --sample-on-host`).
+  bool sample_on_host = false;
 };
 
 class Sampler {

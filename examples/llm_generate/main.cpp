@@ -1,0 +1,56 @@
+// Greedy generation from a GGUF file with wick's LLM runtime, as a program using the installed
+// package would write it. Exits non-zero when the result is wrong: greedy decoding must give the
+// same ids twice, and its first id must be the argmax of the prompt's logits from Model::forward.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "wick/llm/generate.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: llm_generate MODEL.gguf\n");
+    return 2;
+  }
+  try {
+    auto model = wick::llm::Model::load(argv[1]);
+    const wick::llm::Tokenizer tok = wick::llm::Tokenizer::load(argv[1]);
+    wick::llm::GenerateOptions o;
+    o.max_new_tokens = 12;
+    o.sampling.temperature = 0;  // greedy
+    o.stop_at_eog = false;
+    const std::vector<int32_t> prompt = tok.encode("Hello", /*add_special=*/true, /*parse_special=*/false);
+    std::vector<int32_t> runs[2];
+    std::string text;
+    for (auto& ids : runs) {
+      text.clear();
+      wick::llm::generate(
+          *model, tok, prompt, o,
+          [&](int32_t, const std::string& t) {
+            text += t;
+            return true;
+          },
+          &ids);
+    }
+    std::printf("%s: %zu prompt ids, %zu generated: %s\n", model->config().arch_name.c_str(), prompt.size(),
+                runs[0].size(), text.c_str());
+    if (runs[0].size() != o.max_new_tokens || runs[0] != runs[1]) {
+      std::fprintf(stderr, "llm_generate: greedy decoding gave different or missing ids\n");
+      return 1;
+    }
+    wick::llm::KvCache cache = model->make_cache(prompt.size());
+    const std::vector<float> logits = model->forward(prompt, cache).to_vector<float>();
+    size_t best = 0;
+    for (size_t i = 1; i < logits.size(); ++i)
+      if (logits[i] > logits[best]) best = i;
+    if (runs[0][0] != int32_t(best)) {
+      std::fprintf(stderr, "llm_generate: the first greedy id %d is not the argmax %zu of the logits\n", runs[0][0],
+                   best);
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llm_generate: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
