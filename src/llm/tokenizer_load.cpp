@@ -67,8 +67,7 @@ const GGUFValue* find_typed(const GGUFFile& f, const std::string& key, GGUFType 
 
 // Callers bind the result through a pointer: GCC 13 -Wdangling-reference flags a reference bound to a call
 // with temporary arguments, although the array lives in the GGUFFile.
-const std::vector<GGUFValue>& array_of(const GGUFFile& f, const std::string& key,
-                                       std::initializer_list<GGUFType> elem) {
+const GGUFArray& array_of(const GGUFFile& f, const std::string& key, std::initializer_list<GGUFType> elem) {
   const GGUFValue* v = find_typed(f, key, GGUFType::Array);
   if (!v) bad("GGUF key " + key, "is missing (needed by this tokenizer model)");
   if (std::find(elem.begin(), elem.end(), v->elem_type) == elem.end())
@@ -127,7 +126,7 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
   const size_t n = toks.size();
   if (n == 0) bad("GGUF key tokenizer.ggml.tokens", "is empty");
   d->tokens.reserve(n);
-  for (const auto& t : toks) d->tokens.push_back(t.s);
+  for (size_t i = 0; i < n; ++i) d->tokens.emplace_back(toks.string_at(i));
 
   if (f.find("tokenizer.ggml.scores")) {
     const auto* sc_p = &array_of(f, "tokenizer.ggml.scores", {GGUFType::F32, GGUFType::I32});
@@ -136,8 +135,10 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
       bad("GGUF key tokenizer.ggml.scores",
           "has " + std::to_string(sc.size()) + " entries for " + std::to_string(n) + " tokens");
     d->scores.reserve(n);
-    for (const auto& s : sc)
+    for (size_t i = 0; i < n; ++i) {
+      const GGUFValue s = sc[i];
       d->scores.push_back(s.type == GGUFType::F32 ? static_cast<float>(s.f) : static_cast<float>(s.i));
+    }
   }
   if (f.find("tokenizer.ggml.token_type")) {
     const auto* tt_p = &array_of(f, "tokenizer.ggml.token_type", {GGUFType::I32});
@@ -169,11 +170,14 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
     const auto& merges = *merges_p;
     d->bpe_ranks.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
-      const std::string& m = merges[i].s;
+      const std::string_view m = merges.string_at(i);
       size_t sp = m.find(' ', 1);  // from 1: a merge's left part may itself be a space
       if (sp == std::string::npos)
-        bad("GGUF key tokenizer.ggml.merges", "entry " + std::to_string(i) + " '" + m + "' is not 'left right'");
-      d->bpe_ranks.emplace(m.substr(0, sp) + '\xff' + m.substr(sp + 1), static_cast<int32_t>(i));
+        bad("GGUF key tokenizer.ggml.merges",
+            "entry " + std::to_string(i) + " '" + std::string(m) + "' is not 'left right'");
+      std::string key(m.substr(0, sp));
+      key.append(1, '\xff').append(m.substr(sp + 1));
+      d->bpe_ranks.emplace(std::move(key), static_cast<int32_t>(i));
     }
     apply_pre_flags(*d);
     d->bos = token_id_key(f, "tokenizer.ggml.bos_token_id", 11, n);
