@@ -80,9 +80,28 @@ void emit_bytes(const TokenizerData& d, std::string_view s, std::vector<int32_t>
   }
 }
 
+// Calls f(chunk) for consecutive pieces of text cut between characters that no merge joins
+// (TokenizerData::may_join), so that merging each piece on its own gives what merging the whole text does,
+// with the work in cache-sized pieces instead of one priority queue over the whole text.
+template <class F>
+void for_each_chunk(const TokenizerData& d, std::string_view text, F&& f) {
+  size_t start = 0, prev = 0;
+  size_t off = text.empty() ? 0 : std::min(utf8_len(static_cast<unsigned char>(text[0])), text.size());
+  while (off < text.size()) {
+    const size_t n = std::min(utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
+    if (!d.may_join(text.substr(prev, off - prev), text.substr(off, n))) {
+      f(text.substr(start, off - start));
+      start = off;
+    }
+    prev = off;
+    off += n;
+  }
+  if (start < text.size()) f(text.substr(start));
+}
+
 // SentencePiece BPE: repeatedly merge the adjacent pair whose concatenation is the highest-scoring
 // token (ties: leftmost first).
-void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
+void spm_merge(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
   std::vector<Symbol> syms = split_chars(text);
   struct Bigram {
     int left, right;
@@ -125,16 +144,12 @@ void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int
   }
 }
 
+void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
+  for_each_chunk(d, text, [&](std::string_view chunk) { spm_merge(d, chunk, out); });
+}
+
 // BPE over one pre-token: merge the adjacent pair of lowest merge rank (ties: leftmost first).
-void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
-  if (word.empty()) return;
-  if (d.ignore_merges) {
-    int32_t id = d.lookup(word);
-    if (id >= 0) {
-      out.push_back(id);
-      return;
-    }
-  }
+void bpe_merge(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
   std::vector<Symbol> syms = split_chars(word);
   struct Bigram {
     int left, right;
@@ -181,6 +196,18 @@ void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t
       }
     }
   }
+}
+
+void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
+  if (word.empty()) return;
+  if (d.ignore_merges) {
+    int32_t id = d.lookup(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+  for_each_chunk(d, word, [&](std::string_view chunk) { bpe_merge(d, chunk, out); });
 }
 
 struct Fragment {
@@ -242,6 +269,42 @@ int32_t TokenizerData::rank(std::string_view a, std::string_view b) const {
   return it == bpe_ranks.end() ? -1 : it->second;
 }
 
+namespace {
+
+constexpr size_t kJoinableBits = size_t(1) << 21;  // 256 KB: a few bits per pair of the largest vocabularies
+
+size_t pair_bit(std::string_view a, std::string_view b) {
+  // A character is at most 4 bytes here (utf8_len); the pair packs into 64 bits.
+  uint64_t x = 0;
+  for (char c : a) x = (x << 8) | static_cast<unsigned char>(c);
+  for (char c : b) x = (x << 8) | static_cast<unsigned char>(c);
+  x ^= (a.size() << 3 | b.size()) << 58;
+  x *= 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(x >> 43);  // the top 21 bits
+}
+
+// Marks every adjacent character pair inside s.
+void mark_pairs(std::vector<uint64_t>& bits, std::string_view s) {
+  size_t prev = 0, off = s.empty() ? 0 : std::min(utf8_len(static_cast<unsigned char>(s[0])), s.size());
+  while (off < s.size()) {
+    const size_t n = std::min(utf8_len(static_cast<unsigned char>(s[off])), s.size() - off);
+    const size_t bit = pair_bit(s.substr(prev, off - prev), s.substr(off, n));
+    bits[bit >> 6] |= uint64_t(1) << (bit & 63);
+    prev = off;
+    off += n;
+  }
+}
+
+}  // namespace
+
+bool TokenizerData::may_join(std::string_view a, std::string_view b) const {
+  if (joinable.empty()) return true;
+  // A byte 0xFF is the merge key's separator, so pairs around it are not recorded: never cut there.
+  if (a.find('\xff') != std::string_view::npos || b.find('\xff') != std::string_view::npos) return true;
+  const size_t bit = pair_bit(a, b);
+  return (joinable[bit >> 6] >> (bit & 63)) & 1;
+}
+
 int32_t TokenizerData::byte_token(uint8_t b) const {
   if (byte_level) return lookup(byte_level_encode(std::string_view(reinterpret_cast<const char*>(&b), 1)));
   static const char* hex = "0123456789ABCDEF";
@@ -289,6 +352,20 @@ void TokenizerData::finalize() {
     if (attrs[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) special_cache.push_back(static_cast<int32_t>(i));
   std::stable_sort(special_cache.begin(), special_cache.end(),
                    [&](int32_t a, int32_t b) { return tokens[a].size() > tokens[b].size(); });
+
+  // SPM merges only into tokens; BPE into a merge's left + right, which need not be a token.
+  joinable.assign(kJoinableBits / 64, 0);
+  if (kind == TokKind::Spm) {
+    for (const std::string& t : tokens) mark_pairs(joinable, t);
+  } else {
+    std::string joined;
+    for (const auto& [key, rank] : bpe_ranks) {
+      joined.clear();
+      for (char c : key)
+        if (c != '\xff') joined.push_back(c);
+      mark_pairs(joinable, joined);
+    }
+  }
 
   pieces.assign(n, std::string());
   for (size_t i = 0; i < n; ++i) {
