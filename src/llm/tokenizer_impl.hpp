@@ -39,6 +39,7 @@ struct TokenizerData {
   std::string pre = "default";
   std::vector<std::string> tokens;
   std::vector<float> scores;
+  std::vector<int32_t> score_rank;  // SPM: the merge priority of each id, 0 for the highest score
   std::vector<uint32_t> attrs;
   TokenMap token_to_id;
   TokenMap bpe_ranks;  // key: left + '\xff' + right (0xFF never occurs in UTF-8)
