@@ -43,6 +43,39 @@ size_t utf8_len(unsigned char c) {
   return 1;
 }
 
+// Each byte that does not start a complete UTF-8 sequence becomes U+FFFD, as llama.cpp's
+// unicode_cpts_from_utf8 does before its BPE pre-tokenizer (a lead byte with its continuation bytes is
+// taken whole, without checks for overlong forms or surrogates, as there).
+void replace_invalid_utf8(std::string& s) {
+  auto cont = [&](size_t i) { return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  size_t i = 0;
+  for (; i < s.size(); ++i) {  // most text is valid: copy only from the first invalid byte on
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
+    if (!ok) break;
+    i += n - 1;
+  }
+  if (i == s.size()) return;
+  std::string out(s, 0, i);
+  out.reserve(s.size() + 16);
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  s.swap(out);
+}
+
 int parse_byte_token(const std::string& t) {  // "<0xAB>" -> 0xAB, else -1
   if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
   auto hex = [](char c) -> int {
@@ -502,6 +535,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     if (d.kind == TokKind::Spm && d.add_space_prefix && prev_special) s = " ";
     s.append(text.substr(f.off, f.len));
     prev_special = false;
+    if (d.kind == TokKind::Bpe) replace_invalid_utf8(s);  // SentencePiece keeps the bytes (byte fallback)
     if (!d.norm.empty()) s = normalize(d.norm, s);
     if (d.kind == TokKind::Spm) {
       replace_all(s, " ", kSpace);
