@@ -1,8 +1,11 @@
 // GGUF reader: a file written by llama.cpp's gguf-py (tests/fixtures/gen_gguf.py, expected values
 // from gguf-py's GGUFReader in small.json) and hand-built malformed files, each Error(Io).
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "test_util.hpp"
 #include "wick/gguf.hpp"
@@ -238,6 +241,10 @@ TEST(GgufMalformed, UnknownElementType) {
   expect_io(B().header(0, 1).str("k").u32(9).u32(77).u64(0).s, "unknown array element type 77");
 }
 TEST(GgufMalformed, BoolNotZeroOne) { expect_io(B().header(0, 1).str("k").u32(7).put<uint8_t>(2).zeros(16).s, "bool"); }
+TEST(GgufMalformed, BoolInArrayNotZeroOne) {
+  expect_io(B().header(0, 1).str("k").u32(9).u32(7).u64(3).put<uint8_t>(1).put<uint8_t>(0).put<uint8_t>(5).zeros(16).s,
+            "metadata 'k'[2] is a bool holding 5");
+}
 TEST(GgufMalformed, DuplicateKey) {
   expect_io(B().header(0, 2).str("k").u32(4).u32(1).str("k").u32(4).u32(2).s, "duplicate metadata key 'k'");
 }
@@ -291,6 +298,75 @@ TEST(GgufMalformed, MissingFileIsIo) {
 }
 
 // Writer: the file gguf-py wrote, re-written by wick from what wick read, is the same bytes.
+// The peak resident memory of this process since the last reset_peak(), in bytes (Linux VmHWM).
+size_t peak_rss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return size_t(std::stoull(line.substr(6))) * 1024;
+  return 0;
+}
+bool reset_peak() {  // "5" resets VmHWM to the current RSS (Linux 4.0 on)
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return bool(out);
+}
+
+// Metadata of any kind costs a small multiple of the file's size: 20 MB arrays of u8 and of bool (which
+// took about 110 bytes of memory per element as one GGUFValue each), of short strings and of one-element
+// arrays open in under 4x the file size of peak memory, the mapping's pages included.
+TEST(Gguf, ArrayMetadataMemoryInProportionToTheFile) {
+  if (!reset_peak() || peak_rss() == 0) GTEST_SKIP() << "no /proc/self/clear_refs or VmHWM here";
+  const size_t n = 20u << 20;
+  const fs::path path = fs::temp_directory_path() / ("wick_gguf_big_array_" + std::to_string(::getpid()) + ".gguf");
+  for (uint32_t elem : {0u /* u8 */, 7u /* bool */, 8u /* string */, 9u /* array */}) {
+    {
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      B h;
+      h.header(0, 1).str("big").u32(9).u32(elem);
+      if (elem == 8 || elem == 9) {
+        h.u64(n / 13);
+        f << h.s;
+        B one;
+        if (elem == 8) one.str(std::string(5, 'x'));       // 13 bytes each
+        if (elem == 9) one.u32(0).u64(1).put<uint8_t>(3);  // [3] as u8: 13 bytes each
+        for (size_t k = 0; k < n / 13; ++k) f << one.s;
+      } else {
+        h.u64(n);
+        f << h.s << std::string(n, char(elem == 7 ? 1 : 200));
+      }
+    }
+    const size_t file_size = fs::file_size(path);
+    ASSERT_TRUE(reset_peak());
+    const size_t before = peak_rss();
+    {
+      GGUFFile f = GGUFFile::open(path.string());
+      const GGUFValue* v = f.find("big");
+      ASSERT_NE(v, nullptr);
+      ASSERT_EQ(v->elem_type, GGUFType(elem));
+      if (elem == 8) {
+        ASSERT_EQ(v->as_array().size(), n / 13);
+        EXPECT_EQ(v->as_array().string_at(n / 13 - 1), "xxxxx");
+        EXPECT_EQ(v->as_array()[7].as_string(), "xxxxx");
+      } else if (elem == 9) {
+        ASSERT_EQ(v->as_array().size(), n / 13);
+        const GGUFValue last = v->as_array().back();
+        ASSERT_EQ(last.as_array().size(), 1u);
+        EXPECT_EQ(last.as_array()[0].as_u64(), 3u);
+      } else {
+        ASSERT_EQ(v->as_array().size(), n);
+        if (elem == 7) EXPECT_TRUE(v->as_array().back().as_bool());
+        if (elem == 0) EXPECT_EQ(v->as_array()[n / 2].as_u64(), 200u);
+      }
+    }
+    const size_t grew = peak_rss() - before;
+    EXPECT_LT(grew, 4 * file_size) << "element type " << elem << ": a " << file_size << "-byte file took " << grew
+                                   << " bytes at peak";
+  }
+  fs::remove(path);
+}
+
 TEST(GgufWrite, ByteIdenticalToGgufPy) {
   const std::string src = wick::test::fixture_path("gguf/small.gguf");
   const auto f = GGUFFile::open(src);

@@ -341,6 +341,56 @@ TEST(TokenizerErrors, MalformedJson) {
   expect_error([&] { Tokenizer::load(std::filesystem::path(p).parent_path().string()); }, {"no tokenizer.json"});
 }
 
+// Nesting of any depth is an Error, not a stack overflow in a walk over the parsed value: here 30,000 levels
+// (60 KB) in each place the loader looks into, and in tokenizer_config.json beside it.
+TEST(TokenizerErrors, DeeplyNestedJson) {
+  const std::string deep = std::string(30000, '[') + std::string(30000, ']');
+  const std::string dir = std::filesystem::path(tmp_path("deep")).string();
+  std::filesystem::create_directories(dir);
+  const std::string p = dir + "/tokenizer.json";
+  const std::string vocab = R"("type": "BPE", "vocab": {"a": 0}, "merges": [])";
+  for (const std::string& text :
+       {"{\"model\": {\"x\": " + deep + "}}", "{\"model\": {" + vocab + ", \"x\": " + deep + "}}",
+        "{\"model\": {" + vocab + "}, \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": " + deep + "}}",
+        "{\"model\": {" + vocab + "}, \"decoder\": " + deep + "}",
+        "{\"model\": {" + vocab + "}, \"post_processor\": " + deep + "}"}) {
+    write(p, text);
+    expect_error([&] { Tokenizer::load(dir); }, {"tokenizer.json", "deeper than 512 levels"});
+  }
+  // Brackets inside strings are text, not nesting.
+  write(p, "{\"model\": {" + vocab + "}, \"x\": \"" + std::string(1000, '[') + "\"}");
+  EXPECT_EQ(Tokenizer::load(dir).encode("a", false), (Ids{0}));
+  write(dir + "/tokenizer_config.json", "{\"chat_template\": " + deep + "}");
+  expect_error([&] { Tokenizer::load(dir); }, {"tokenizer_config.json", "deeper than 512 levels"});
+  std::filesystem::remove(dir + "/tokenizer_config.json");
+}
+
+// A key of the wrong JSON type is an Error that names the key.
+TEST(TokenizerErrors, JsonTypeErrorsNameTheKey) {
+  const std::string p = tmp_path("typed.json");
+  write(p, R"({"model": {"type": 42, "vocab": {"a": 0}, "merges": []}})");
+  expect_error([&] { Tokenizer::load(p); }, {"model.type", "number"});
+  write(p, R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "byte_fallback": "yes"}})");
+  expect_error([&] { Tokenizer::load(p); }, {"model.byte_fallback", "string"});
+  write(p, R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "ignore_merges": 1}})");
+  expect_error([&] { Tokenizer::load(p); }, {"model.ignore_merges", "number"});
+  write(p, R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+               "added_tokens": [{"id": 1, "content": "<s>", "special": "true"}]})");
+  expect_error([&] { Tokenizer::load(p); }, {"added_tokens[0].special", "string"});
+  write(p, R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "post_processor": {"type": []}})");
+  expect_error([&] { Tokenizer::load(p); }, {"post_processor.type", "array"});
+}
+
+// An empty vocabulary is an Error, also when added tokens give the file ids (every character would be <unk>).
+TEST(TokenizerErrors, EmptyVocabulary) {
+  const std::string p = tmp_path("empty_vocab.json");
+  write(p, R"({"model": {"type": "BPE", "vocab": {}, "merges": []}})");
+  expect_error([&] { Tokenizer::load(p); }, {"model.vocab is empty"});
+  write(p, R"({"model": {"type": "BPE", "vocab": {}, "merges": [], "unk_token": "<unk>"},
+               "added_tokens": [{"id": 0, "content": "<unk>", "special": true}]})");
+  expect_error([&] { Tokenizer::load(p); }, {"model.vocab is empty"});
+}
+
 }  // namespace
 
 // ---- transformers' ids (tests/fixtures/llm, written by gen_tokenizer.py / gen_hf.py) ----------------

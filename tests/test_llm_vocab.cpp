@@ -151,6 +151,65 @@ TEST(VocabRoundTrip, Qwen2CodePoints) {
 // tokens, byte-level BPE maps every byte. Left out for SPM: 0xE2 (E2 96 81 is U+2581, which decodes to a
 // space by design) and the space (escaped to E2 96 81 before splitting, so a truncated sequence in front
 // swallows part of it: llama.cpp's SPM does the same). llama-bpe cleans up spaces on decode.
+// llama.cpp's rule for invalid UTF-8 before BPE pre-tokenization (unicode_cpts_from_utf8): a lead byte
+// followed by its continuation bytes is one character; any other byte becomes U+FFFD.
+std::string llamacpp_replace_invalid(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    if (c < 0x80)
+      n = 1;
+    else if ((c & 0xE0) == 0xC0)
+      n = 2;
+    else if ((c & 0xF0) == 0xE0)
+      n = 3;
+    else if ((c & 0xF8) == 0xF0)
+      n = 4;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+// Invalid UTF-8 through a byte-level BPE vocabulary: each invalid byte is U+FFFD, as llama.cpp tokenizes it.
+TEST(VocabInvalidUtf8, ReplacedAsLlamaCpp) {
+  Tokenizer tok = Tokenizer::load(kDir + "ggml-vocab-qwen2.gguf");
+  // llama.cpp's llama-tokenize on this vocabulary gives [64, 5691, 65] for "a\xffb" (5691: U+FFFD).
+  EXPECT_EQ(tok.encode("a\xff"
+                       "b",
+                       false),
+            (std::vector<int32_t>{64, 5691, 65}));
+  EXPECT_EQ(tok.encode("a\xff"
+                       "b",
+                       false),
+            tok.encode("a\xEF\xBF\xBD"
+                       "b",
+                       false));
+  // A truncated sequence is one U+FFFD per byte; a stray continuation byte is one too.
+  EXPECT_EQ(tok.encode("a\xe2\x96", false), tok.encode("a\xEF\xBF\xBD\xEF\xBF\xBD", false));
+  EXPECT_EQ(tok.encode("\x80x\xc3", false), tok.encode("\xEF\xBF\xBDx\xEF\xBF\xBD", false));
+  EXPECT_EQ(tok.decode(tok.encode("a\xff"
+                                  "b",
+                                  false)),
+            "a\xEF\xBF\xBD"
+            "b");
+  // SentencePiece keeps the bytes (byte fallback), as llama.cpp's SPM tokenizer does.
+  Tokenizer spm = Tokenizer::load(kDir + "ggml-vocab-llama-spm.gguf");
+  EXPECT_EQ(spm.decode(spm.encode("a\xff"
+                                  "b",
+                                  false)),
+            "a\xff"
+            "b");
+}
+
 TEST(VocabRoundTrip, RandomBytes) {
   uint64_t state = 12345;
   auto next = [&] {
@@ -168,7 +227,8 @@ TEST(VocabRoundTrip, RandomBytes) {
         if (spm && (c == 0xE2 || c == ' ')) continue;
         s.push_back(static_cast<char>(c));
       }
-      ASSERT_EQ(tok.decode(tok.encode(s, false)), s) << v << " rep " << rep;
+      // SentencePiece gives the bytes back; byte-level BPE gives U+FFFD for each invalid byte.
+      ASSERT_EQ(tok.decode(tok.encode(s, false)), spm ? s : llamacpp_replace_invalid(s)) << v << " rep " << rep;
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,17 +33,69 @@ enum class GGUFType : uint32_t {
 };
 const char* gguf_type_name(GGUFType t);
 
+struct GGUFValue;
+
+// The elements of an array value, held compactly: numbers at their width in the file, strings as
+// strings, nested arrays as values, so that metadata costs about what the file spends on it (an
+// array of a million u8 takes a megabyte, not a million GGUFValues). Read-only; elements come out
+// as GGUFValues by value. Copies share the elements.
+class GGUFArray {
+ public:
+  GGUFArray() = default;
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+  GGUFValue operator[](size_t i) const;  // unchecked index, as std::vector
+  GGUFValue at(size_t i) const;          // Error(Index) past the end
+  GGUFValue front() const;
+  GGUFValue back() const;
+  // Element i of a string array, without a copy; Error(DType) for another element type.
+  std::string_view string_at(size_t i) const;
+
+  class const_iterator {
+   public:
+    using value_type = GGUFValue;
+    using difference_type = std::ptrdiff_t;
+    const_iterator() = default;
+    GGUFValue operator*() const;
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator t = *this;
+      ++i_;
+      return t;
+    }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_ && a_ == o.a_; }
+
+   private:
+    friend class GGUFArray;
+    const_iterator(const GGUFArray* a, size_t i) : a_(a), i_(i) {}
+    const GGUFArray* a_ = nullptr;
+    size_t i_ = 0;
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, size()}; }
+
+  struct Data;
+  explicit GGUFArray(std::shared_ptr<const Data> d) : d_(std::move(d)) {}
+  const Data* data() const { return d_.get(); }
+
+ private:
+  std::shared_ptr<const Data> d_;  // null: empty
+};
+
 // One metadata value. Integers are held widened (u for unsigned types, i for signed), floats in
 // f, bool in b; an Array holds its element type and elements (which may be arrays themselves).
 struct GGUFValue {
   GGUFType type = GGUFType::U8;
+  GGUFType elem_type = GGUFType::U8;  // for Array
+  bool b = false;
   uint64_t u = 0;
   int64_t i = 0;
   double f = 0;
-  bool b = false;
   std::string s;
-  GGUFType elem_type = GGUFType::U8;  // for Array
-  std::vector<GGUFValue> array;
+  GGUFArray array;
 
   // Checked reads: Error(DType) naming both types when the value is of another kind.
   uint64_t as_u64() const;  // any unsigned type, or a non-negative signed one
@@ -50,7 +103,7 @@ struct GGUFValue {
   double as_f64() const;    // f32/f64
   bool as_bool() const;
   const std::string& as_string() const;
-  const std::vector<GGUFValue>& as_array() const;
+  const GGUFArray& as_array() const;
 
   // Builders for writing.
   static GGUFValue of_u8(uint8_t v);

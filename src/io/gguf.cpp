@@ -18,6 +18,18 @@
 static_assert(std::endian::native == std::endian::little, "wick's file readers assume a little-endian host");
 
 namespace wick {
+
+struct GGUFArray::Data {
+  GGUFType elem = GGUFType::U8;
+  size_t n = 0;
+  // Numbers and bools: n elements at the file's width. Nested arrays: their encoding in the file (each read
+  // again when asked for), so that arrays of small arrays do not cost a GGUFValue each.
+  std::vector<unsigned char> raw;
+  std::string chars;              // string elements, one after another
+  std::vector<size_t> ends;       // where each string element ends in chars, each nested array in raw
+  std::vector<GGUFValue> values;  // elements a builder was given that the forms above do not hold
+};
+
 namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
@@ -113,6 +125,78 @@ struct Reader {
 
 bool valid_value_type(uint32_t t) { return t <= uint32_t(GGUFType::F64); }
 
+// Bytes of one number or bool as the file stores it (0 for strings and arrays).
+size_t fixed_width(GGUFType t) {
+  switch (t) {
+    case GGUFType::U8:
+    case GGUFType::I8:
+    case GGUFType::Bool:
+      return 1;
+    case GGUFType::U16:
+    case GGUFType::I16:
+      return 2;
+    case GGUFType::U32:
+    case GGUFType::I32:
+    case GGUFType::F32:
+      return 4;
+    case GGUFType::U64:
+    case GGUFType::I64:
+    case GGUFType::F64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// A scalar value from its bytes in the file (t a fixed-width type).
+GGUFValue scalar_from_bytes(GGUFType t, const unsigned char* p) {
+  auto get = [p]<class T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+  };
+  GGUFValue v;
+  v.type = t;
+  switch (t) {
+    case GGUFType::U8:
+      v.u = get(uint8_t());
+      break;
+    case GGUFType::U16:
+      v.u = get(uint16_t());
+      break;
+    case GGUFType::U32:
+      v.u = get(uint32_t());
+      break;
+    case GGUFType::U64:
+      v.u = get(uint64_t());
+      break;
+    case GGUFType::I8:
+      v.i = get(int8_t());
+      break;
+    case GGUFType::I16:
+      v.i = get(int16_t());
+      break;
+    case GGUFType::I32:
+      v.i = get(int32_t());
+      break;
+    case GGUFType::I64:
+      v.i = get(int64_t());
+      break;
+    case GGUFType::F32:
+      v.f = get(float());
+      break;
+    case GGUFType::F64:
+      v.f = get(double());
+      break;
+    case GGUFType::Bool:
+      v.b = get(uint8_t()) != 0;
+      break;
+    default:
+      break;
+  }
+  return v;
+}
+
 // Smallest encoding of one element of a type, to bound array counts before reserving.
 size_t min_bytes(GGUFType t) {
   switch (t) {
@@ -195,9 +279,46 @@ GGUFValue read_value(Reader& r, GGUFType t, const std::string& field, int depth)
         r.fail(field + " claims " + std::to_string(n) + " elements of " + gguf_type_name(v.elem_type) +
                    ", more than the " + std::to_string(r.left()) + " bytes left can hold",
                count_at);
-      v.array.reserve(size_t(n));
-      for (uint64_t k = 0; k < n; ++k)
-        v.array.push_back(read_value(r, v.elem_type, field + "[" + std::to_string(k) + "]", depth + 1));
+      if (n == 0) break;
+      auto d = std::make_shared<GGUFArray::Data>();
+      d->elem = v.elem_type;
+      d->n = size_t(n);
+      // Element names are built only for a message: a million-element array costs no strings.
+      auto elem = [&](uint64_t k) { return field + "[" + std::to_string(k) + "]"; };
+      if (const size_t w = fixed_width(v.elem_type)) {
+        d->raw.assign(r.p + r.pos, r.p + r.pos + size_t(n) * w);  // fits: n <= left / w was checked
+        if (v.elem_type == GGUFType::Bool)
+          for (uint64_t k = 0; k < n; ++k)
+            if (d->raw[k] > 1)
+              r.fail(elem(k) + " is a bool holding " + std::to_string(d->raw[k]) + " (must be 0 or 1)",
+                     r.pos + size_t(k));
+        r.pos += size_t(n) * w;
+      } else if (v.elem_type == GGUFType::String) {
+        d->ends.reserve(size_t(n));
+        for (uint64_t k = 0; k < n; ++k) {
+          const size_t s_at = r.pos;
+          if (r.left() < 8) r.need(8, elem(k) + " length");
+          uint64_t len;
+          std::memcpy(&len, r.p + r.pos, 8);
+          r.pos += 8;
+          if (len > r.left())
+            r.fail(elem(k) + " has length " + std::to_string(len) + ", past the end of the file (" +
+                       std::to_string(r.left()) + " bytes left)",
+                   s_at);
+          d->chars.append(reinterpret_cast<const char*>(r.p + r.pos), size_t(len));
+          d->ends.push_back(d->chars.size());
+          r.pos += size_t(len);
+        }
+      } else {
+        const size_t start = r.pos;
+        d->ends.reserve(size_t(n));
+        for (uint64_t k = 0; k < n; ++k) {
+          read_value(r, v.elem_type, elem(k), depth + 1);  // validates; the value is read again on access
+          d->ends.push_back(r.pos - start);
+        }
+        d->raw.assign(r.p + start, r.p + r.pos);
+      }
+      v.array = GGUFArray(std::move(d));
       break;
     }
   }
@@ -246,7 +367,7 @@ const std::string& GGUFValue::as_string() const {
   if (type == GGUFType::String) return s;
   wrong(*this, "a string");
 }
-const std::vector<GGUFValue>& GGUFValue::as_array() const {
+const GGUFArray& GGUFValue::as_array() const {
   if (type == GGUFType::Array) return array;
   wrong(*this, "an array");
 }
@@ -258,12 +379,45 @@ size_t GGUFTensorInfo::numel() const {
   return n;
 }
 
+size_t GGUFArray::size() const { return d_ ? d_->n : 0; }
+GGUFValue GGUFArray::operator[](size_t i) const {
+  if (!d_->values.empty()) return d_->values[i];
+  if (d_->elem == GGUFType::Array) {
+    static const std::string kNoPath;
+    const size_t begin = i == 0 ? 0 : d_->ends[i - 1];
+    Reader r{kNoPath, d_->raw.data() + begin, d_->ends[i] - begin};
+    return read_value(r, GGUFType::Array, "", 0);  // validated when the file was opened
+  }
+  if (d_->elem == GGUFType::String) return GGUFValue::of_string(std::string(string_at(i)));
+  return scalar_from_bytes(d_->elem, d_->raw.data() + i * fixed_width(d_->elem));
+}
+GGUFValue GGUFArray::at(size_t i) const {
+  if (i >= size())
+    throw Error(ErrorKind::Index, "GGUFArray::at: index " + std::to_string(i) + " past the end (" +
+                                      std::to_string(size()) + " elements)");
+  return (*this)[i];
+}
+GGUFValue GGUFArray::front() const { return at(0); }
+GGUFValue GGUFArray::back() const { return at(size() - 1); }
+std::string_view GGUFArray::string_at(size_t i) const {
+  if (i >= size())
+    throw Error(ErrorKind::Index, "GGUFArray::string_at: index " + std::to_string(i) + " past the end (" +
+                                      std::to_string(size()) + " elements)");
+  if (!d_->values.empty()) return d_->values[i].as_string();
+  if (d_->elem != GGUFType::String)
+    throw Error(ErrorKind::DType,
+                std::string("GGUFArray::string_at: the array holds ") + gguf_type_name(d_->elem) + ", not strings");
+  const size_t begin = i == 0 ? 0 : d_->ends[i - 1];
+  return std::string_view(d_->chars).substr(begin, d_->ends[i] - begin);
+}
+GGUFValue GGUFArray::const_iterator::operator*() const { return (*a_)[i_]; }
+
 struct GGUFFile::Impl {
   std::unique_ptr<io::MappedFile> file;
   uint32_t version = 0;
   size_t alignment = kDefaultAlignment, data_offset = 0;
   std::vector<std::pair<std::string, GGUFValue>> metadata;
-  std::unordered_map<std::string, size_t> keys;
+  std::unordered_map<std::string_view, size_t> keys;  // views of metadata's keys (reserved, never moved)
   std::vector<GGUFTensorInfo> tensors;
   std::unordered_map<std::string, size_t> index;
 
@@ -311,7 +465,7 @@ struct GGUFFile::Impl {
       if (!valid_value_type(t))
         r.fail(field + " has unknown value type " + std::to_string(t) + " (known: 0..12)", type_at);
       GGUFValue v = read_value(r, GGUFType(t), field, 0);
-      if (!keys.emplace(key, metadata.size()).second) r.fail("duplicate metadata key '" + key + "'", at);
+      if (keys.count(key)) r.fail("duplicate metadata key '" + key + "'", at);
       if (key == "general.alignment") {
         if (v.type != GGUFType::U32)
           r.fail("general.alignment must be u32, got " + std::string(gguf_type_name(v.type)), type_at);
@@ -320,6 +474,7 @@ struct GGUFFile::Impl {
         alignment = size_t(v.u);
       }
       metadata.emplace_back(std::move(key), std::move(v));
+      keys.emplace(metadata.back().first, metadata.size() - 1);
     }
 
     tensors.reserve(size_t(n_tensors));
@@ -539,7 +694,79 @@ GGUFValue GGUFValue::of_array(GGUFType elem_type, std::vector<GGUFValue> elems) 
   GGUFValue x;
   x.type = GGUFType::Array;
   x.elem_type = elem_type;
-  x.array = std::move(elems);
+  if (elems.empty()) return x;
+  auto d = std::make_shared<GGUFArray::Data>();
+  d->elem = elem_type;
+  d->n = elems.size();
+  // Compact when every element is of elem_type and fits it; otherwise the elements are kept as given,
+  // for save_gguf to name what is wrong.
+  const size_t w = fixed_width(elem_type);
+  bool compact = elem_type == GGUFType::String || w > 0;
+  for (const GGUFValue& e : elems) {
+    if (!compact) break;
+    compact = e.type == elem_type;
+    if (compact && w > 0 && w < 8) {
+      if (is_unsigned(elem_type)) compact = (e.u >> (8 * w)) == 0;
+      if (is_signed(elem_type)) {
+        const int64_t lim = int64_t(1) << (8 * w - 1);
+        compact = e.i >= -lim && e.i < lim;
+      }
+    }
+  }
+  if (!compact) {
+    d->values = std::move(elems);
+  } else if (elem_type == GGUFType::String) {
+    d->ends.reserve(elems.size());
+    for (const GGUFValue& e : elems) {
+      d->chars += e.s;
+      d->ends.push_back(d->chars.size());
+    }
+  } else {
+    d->raw.resize(elems.size() * w);
+    for (size_t k = 0; k < elems.size(); ++k) {
+      const GGUFValue& e = elems[k];
+      unsigned char* p = d->raw.data() + k * w;
+      auto put_at = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
+      switch (elem_type) {
+        case GGUFType::U8:
+          put_at(uint8_t(e.u));
+          break;
+        case GGUFType::U16:
+          put_at(uint16_t(e.u));
+          break;
+        case GGUFType::U32:
+          put_at(uint32_t(e.u));
+          break;
+        case GGUFType::U64:
+          put_at(e.u);
+          break;
+        case GGUFType::I8:
+          put_at(int8_t(e.i));
+          break;
+        case GGUFType::I16:
+          put_at(int16_t(e.i));
+          break;
+        case GGUFType::I32:
+          put_at(int32_t(e.i));
+          break;
+        case GGUFType::I64:
+          put_at(e.i);
+          break;
+        case GGUFType::F32:
+          put_at(float(e.f));
+          break;
+        case GGUFType::F64:
+          put_at(e.f);
+          break;
+        case GGUFType::Bool:
+          put_at(uint8_t(e.b ? 1 : 0));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  x.array = GGUFArray(std::move(d));
   return x;
 }
 
@@ -616,6 +843,18 @@ void put_value(std::string& out, const GGUFValue& v, const std::string& key, int
         bad_arg("metadata '" + key + "' has unknown array element type " + std::to_string(uint32_t(v.elem_type)));
       put<uint32_t>(out, uint32_t(v.elem_type));
       put<uint64_t>(out, v.array.size());
+      if (const GGUFArray::Data* d = v.array.data(); d && d->values.empty()) {  // compact: of elem_type
+        if (d->elem == GGUFType::String) {
+          for (size_t k = 0; k < d->n; ++k) {
+            const std::string_view e = v.array.string_at(k);
+            put<uint64_t>(out, e.size());
+            out.append(e);
+          }
+        } else {
+          out.append(reinterpret_cast<const char*>(d->raw.data()), d->raw.size());
+        }
+        break;
+      }
       for (const auto& e : v.array) {
         if (e.type != v.elem_type)
           bad_arg("metadata '" + key + "' is an array of " + gguf_type_name(v.elem_type) + " holding a " +

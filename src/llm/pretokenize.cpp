@@ -447,14 +447,38 @@ void add_norm_steps(const nlohmann::json& j, std::vector<NormalizerStep>& steps)
 }
 
 nlohmann::json parse_json(std::string_view text, const char* what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::Io, std::string("tokenizer.json: the ") + what + " is not valid JSON: " + e.what());
-  }
+  return parse_json_limited(text, std::string("tokenizer.json: the ") + what);
 }
 
 }  // namespace
+
+nlohmann::json parse_json_limited(std::string_view text, const std::string& where) {
+  // Brackets inside strings do not count; what is not JSON at all is left to the parser's own message.
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw Error(ErrorKind::Io, where + " nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) +
+                                       " levels (at byte " + std::to_string(i) + "); no tokenizer file does");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::Io, where + " is not valid JSON: " + e.what());
+  }
+}
 
 PreTokenizer PreTokenizer::from_gguf(std::string_view pre, bool byte_level) {
   const std::string name = pre.empty() ? "default" : std::string(pre);

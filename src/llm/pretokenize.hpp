@@ -88,6 +88,12 @@ struct Normalizer {
 
 std::string normalize(const Normalizer& n, std::string_view text);
 
+// Parses tokenizer JSON (tokenizer.json and the files beside it). Arrays and objects nested deeper than
+// kMaxJsonDepth are an Error before parsing, so no later walk over the value can exhaust the stack; invalid
+// JSON is an Error naming `where`.
+constexpr size_t kMaxJsonDepth = 512;
+nlohmann::json parse_json_limited(std::string_view text, const std::string& where);
+
 // Escapes a literal string so that Regex matches it exactly (for tokenizer.json {"String": ...} patterns).
 std::string regex_escape(std::string_view literal);
 

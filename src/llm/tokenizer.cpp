@@ -3,7 +3,10 @@
 // llama.cpp's llm_tokenizer_spm / llm_tokenizer_bpe so that ids match llama.cpp's.
 #include <algorithm>
 #include <cctype>
-#include <queue>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
 
 #include "tokenizer_impl.hpp"
 #include "unicode.hpp"
@@ -38,6 +41,39 @@ size_t utf8_len(unsigned char c) {
   if ((c & 0xF0) == 0xE0) return 3;
   if ((c & 0xF8) == 0xF0) return 4;
   return 1;
+}
+
+// Each byte that does not start a complete UTF-8 sequence becomes U+FFFD, as llama.cpp's
+// unicode_cpts_from_utf8 does before its BPE pre-tokenizer (a lead byte with its continuation bytes is
+// taken whole, without checks for overlong forms or surrogates, as there).
+void replace_invalid_utf8(std::string& s) {
+  auto cont = [&](size_t i) { return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
+  size_t i = 0;
+  for (; i < s.size(); ++i) {  // most text is valid: copy only from the first invalid byte on
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
+    if (!ok) break;
+    i += n - 1;
+  }
+  if (i == s.size()) return;
+  std::string out(s, 0, i);
+  out.reserve(s.size() + 16);
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  s.swap(out);
 }
 
 int parse_byte_token(const std::string& t) {  // "<0xAB>" -> 0xAB, else -1
@@ -80,40 +116,148 @@ void emit_bytes(const TokenizerData& d, std::string_view s, std::vector<int32_t>
   }
 }
 
-// SentencePiece BPE: repeatedly merge the adjacent pair whose concatenation is the highest-scoring
-// token (ties: leftmost first).
-void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
-  std::vector<Symbol> syms = split_chars(text);
-  struct Bigram {
-    int left, right;
-    float score;
-    size_t size;
+// Calls f(chunk) for consecutive pieces of text cut between characters that no merge joins
+// (TokenizerData::may_join), so that merging each piece on its own gives what merging the whole text does,
+// with the work in cache-sized pieces instead of one priority queue over the whole text.
+template <class F>
+void for_each_chunk(const TokenizerData& d, std::string_view text, F&& f) {
+  size_t start = 0, prev = 0;
+  size_t off = text.empty() ? 0 : std::min(utf8_len(static_cast<unsigned char>(text[0])), text.size());
+  while (off < text.size()) {
+    const size_t n = std::min(utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
+    if (!d.may_join(text.substr(prev, off - prev), text.substr(off, n))) {
+      f(text.substr(start, off - start));
+      start = off;
+    }
+    prev = off;
+    off += n;
+  }
+  if (start < text.size()) f(text.substr(start));
+}
+
+// A candidate merge of symbols left and right, of priority prio (lower first; ties: leftmost first).
+struct Candidate {
+  int left, right;
+  int32_t prio;
+  uint32_t ln, rn;  // the symbols' lengths when it was made (a token's length): stale once either changed
+};
+
+// Candidates ordered by (prio, left): a binary heap for short texts. A long run of text that no cut
+// splits (10 MB of one character) would make that heap miss the cache on every pop, so long texts use
+// one queue per priority instead: most candidates arrive in position order and are taken from a plain
+// array in order; only those that arrive out of order go through a (small) heap; a heap of the
+// priorities present picks the next queue. Both give the same order, so the same merges.
+class CandidateQueue {
+ public:
+  explicit CandidateQueue(size_t n_symbols) : bucketed_(n_symbols > 256) {}
+  bool empty() {
+    if (!bucketed_) return heap_.empty();
+    while (!prios_.empty() && buckets_[prios_.front().second].size() == 0) {
+      std::pop_heap(prios_.begin(), prios_.end(), std::greater<>());
+      Bucket& b = buckets_[prios_.back().second];
+      b.queued = false;
+      prios_.pop_back();
+    }
+    return prios_.empty();
+  }
+  void push(const Candidate& c) {
+    if (!bucketed_) {
+      heap_.push_back(c);
+      std::push_heap(heap_.begin(), heap_.end(), later);
+      return;
+    }
+    auto [it, fresh] = index_.try_emplace(c.prio, buckets_.size());
+    if (fresh) buckets_.emplace_back();
+    Bucket& b = buckets_[it->second];
+    if (b.head == b.run.size() || c.left > b.run.back().left) {
+      b.run.push_back(c);
+    } else {
+      b.side.push_back(c);
+      std::push_heap(b.side.begin(), b.side.end(), later);
+    }
+    if (!b.queued) {
+      b.queued = true;
+      prios_.emplace_back(c.prio, it->second);
+      std::push_heap(prios_.begin(), prios_.end(), std::greater<>());
+    }
+  }
+  Candidate pop() {  // after !empty()
+    if (!bucketed_) {
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      Candidate c = heap_.back();
+      heap_.pop_back();
+      return c;
+    }
+    Bucket& b = buckets_[prios_.front().second];
+    if (b.head < b.run.size() && (b.side.empty() || b.run[b.head].left < b.side.front().left)) {
+      Candidate c = b.run[b.head++];
+      if (b.head == b.run.size()) {
+        b.run.clear();
+        b.head = 0;
+      } else if (b.head >= 4096 && 2 * b.head >= b.run.size()) {  // drop the taken half: memory stays in use
+        b.run.erase(b.run.begin(), b.run.begin() + static_cast<std::ptrdiff_t>(b.head));
+        b.head = 0;
+      }
+      return c;
+    }
+    std::pop_heap(b.side.begin(), b.side.end(), later);
+    Candidate c = b.side.back();
+    b.side.pop_back();
+    return c;
+  }
+
+ private:
+  static bool later(const Candidate& a, const Candidate& b) {
+    return a.prio > b.prio || (a.prio == b.prio && a.left > b.left);
+  }
+  struct Bucket {
+    std::vector<Candidate> run;  // ascending left from head
+    size_t head = 0;
+    std::vector<Candidate> side;  // heap by left
+    bool queued = false;          // whether its priority is in prios_
+    size_t size() const { return run.size() - head + side.size(); }
   };
-  auto worse = [](const Bigram& a, const Bigram& b) {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
+  bool bucketed_;
+  std::vector<Candidate> heap_;
+  std::vector<Bucket> buckets_;
+  std::unordered_map<int32_t, size_t> index_;      // priority -> bucket
+  std::vector<std::pair<int32_t, size_t>> prios_;  // min-heap of (priority, bucket)
+};
+
+// Repeatedly merges the adjacent pair of symbols of lowest priority (ties: leftmost first), as llama.cpp's
+// tokenizers do; prio(l, r) is the pair's priority, or -1 when it does not merge.
+template <class Prio>
+void merge_symbols(std::vector<Symbol>& syms, Prio&& prio) {
+  CandidateQueue queue(syms.size());
   auto try_add = [&](int l, int r) {
     if (l < 0 || r < 0) return;
-    std::string_view s = text.substr(syms[l].off, syms[l].n + syms[r].n);
-    int32_t id = d.lookup(s);
-    if (id < 0) return;
-    queue.push({l, r, d.scores[id], s.size()});
+    const int32_t p = prio(syms[l], syms[r]);
+    if (p >= 0) queue.push({l, r, p, static_cast<uint32_t>(syms[l].n), static_cast<uint32_t>(syms[r].n)});
   };
   for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
   while (!queue.empty()) {
-    Bigram b = queue.top();
-    queue.pop();
-    Symbol& l = syms[b.left];
-    Symbol& r = syms[b.right];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
+    const Candidate c = queue.pop();
+    Symbol& l = syms[c.left];
+    Symbol& r = syms[c.right];
+    // Symbols keep their start offset, so equal lengths mean equal text: the pair is still current.
+    if (l.n != c.ln || r.n != c.rn || l.next != c.right) continue;
     l.n += r.n;
     r.n = 0;
     l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = b.left;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
+    if (r.next >= 0) syms[r.next].prev = c.left;
+    try_add(l.prev, c.left);
+    try_add(c.left, l.next);
   }
+}
+
+// SentencePiece BPE: repeatedly merge the adjacent pair whose concatenation is the highest-scoring
+// token (ties: leftmost first).
+void spm_merge(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
+  std::vector<Symbol> syms = split_chars(text);
+  merge_symbols(syms, [&](const Symbol& l, const Symbol& r) -> int32_t {
+    const int32_t id = d.lookup(text.substr(l.off, l.n + r.n));
+    return id < 0 ? -1 : d.score_rank[id];
+  });
   for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
     std::string_view s = text.substr(syms[i].off, syms[i].n);
     int32_t id = d.lookup(s);
@@ -125,47 +269,15 @@ void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int
   }
 }
 
+void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
+  for_each_chunk(d, text, [&](std::string_view chunk) { spm_merge(d, chunk, out); });
+}
+
 // BPE over one pre-token: merge the adjacent pair of lowest merge rank (ties: leftmost first).
-void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
-  if (word.empty()) return;
-  if (d.ignore_merges) {
-    int32_t id = d.lookup(word);
-    if (id >= 0) {
-      out.push_back(id);
-      return;
-    }
-  }
+void bpe_merge(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
   std::vector<Symbol> syms = split_chars(word);
-  struct Bigram {
-    int left, right;
-    int32_t rank;
-    size_t ln, rn;
-  };
-  auto worse = [](const Bigram& a, const Bigram& b) {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
-  auto try_add = [&](int l, int r) {
-    if (l < 0 || r < 0) return;
-    int32_t rk = d.rank(word.substr(syms[l].off, syms[l].n), word.substr(syms[r].off, syms[r].n));
-    if (rk < 0) return;
-    queue.push({l, r, rk, syms[l].n, syms[r].n});
-  };
-  for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
-  while (!queue.empty()) {
-    Bigram b = queue.top();
-    queue.pop();
-    Symbol& l = syms[b.left];
-    Symbol& r = syms[b.right];
-    // Symbols keep their start offset, so equal lengths mean equal text: the pair is still current.
-    if (l.n != b.ln || r.n != b.rn || l.next != b.right) continue;
-    l.n += r.n;
-    r.n = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = b.left;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
-  }
+  merge_symbols(
+      syms, [&](const Symbol& l, const Symbol& r) { return d.rank(word.substr(l.off, l.n), word.substr(r.off, r.n)); });
   for (int i = 0; i != -1; i = syms[i].next) {
     std::string_view s = word.substr(syms[i].off, syms[i].n);
     int32_t id = d.lookup(s);
@@ -181,6 +293,18 @@ void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t
       }
     }
   }
+}
+
+void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
+  if (word.empty()) return;
+  if (d.ignore_merges) {
+    int32_t id = d.lookup(word);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+  for_each_chunk(d, word, [&](std::string_view chunk) { bpe_merge(d, chunk, out); });
 }
 
 struct Fragment {
@@ -234,12 +358,56 @@ std::vector<Fragment> partition(const TokenizerData& d, std::string_view text, b
 }  // namespace
 
 int32_t TokenizerData::rank(std::string_view a, std::string_view b) const {
-  std::string key;
-  key.reserve(a.size() + b.size() + 1);
-  key.append(a).push_back('\xff');
-  key.append(b);
-  auto it = bpe_ranks.find(key);
+  // The key on the stack: this runs for every candidate pair, and a heap string per call showed in profiles.
+  char buf[128];
+  std::string heap;
+  char* key = buf;
+  const size_t n = a.size() + b.size() + 1;
+  if (n > sizeof(buf)) {
+    heap.resize(n);
+    key = heap.data();
+  }
+  std::memcpy(key, a.data(), a.size());
+  key[a.size()] = '\xff';
+  std::memcpy(key + a.size() + 1, b.data(), b.size());
+  auto it = bpe_ranks.find(std::string_view(key, n));
   return it == bpe_ranks.end() ? -1 : it->second;
+}
+
+namespace {
+
+constexpr size_t kJoinableBits = size_t(1) << 21;  // 256 KB: a few bits per pair of the largest vocabularies
+
+size_t pair_bit(std::string_view a, std::string_view b) {
+  // A character is at most 4 bytes here (utf8_len); the pair packs into 64 bits.
+  uint64_t x = 0;
+  for (char c : a) x = (x << 8) | static_cast<unsigned char>(c);
+  for (char c : b) x = (x << 8) | static_cast<unsigned char>(c);
+  x ^= (a.size() << 3 | b.size()) << 58;
+  x *= 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(x >> 43);  // the top 21 bits
+}
+
+// Marks every adjacent character pair inside s.
+void mark_pairs(std::vector<uint64_t>& bits, std::string_view s) {
+  size_t prev = 0, off = s.empty() ? 0 : std::min(utf8_len(static_cast<unsigned char>(s[0])), s.size());
+  while (off < s.size()) {
+    const size_t n = std::min(utf8_len(static_cast<unsigned char>(s[off])), s.size() - off);
+    const size_t bit = pair_bit(s.substr(prev, off - prev), s.substr(off, n));
+    bits[bit >> 6] |= uint64_t(1) << (bit & 63);
+    prev = off;
+    off += n;
+  }
+}
+
+}  // namespace
+
+bool TokenizerData::may_join(std::string_view a, std::string_view b) const {
+  if (joinable.empty()) return true;
+  // A byte 0xFF is the merge key's separator, so pairs around it are not recorded: never cut there.
+  if (a.find('\xff') != std::string_view::npos || b.find('\xff') != std::string_view::npos) return true;
+  const size_t bit = pair_bit(a, b);
+  return (joinable[bit >> 6] >> (bit & 63)) & 1;
 }
 
 int32_t TokenizerData::byte_token(uint8_t b) const {
@@ -255,6 +423,19 @@ int32_t TokenizerData::byte_token(uint8_t b) const {
 void TokenizerData::finalize() {
   const size_t n = tokens.size();
   if (scores.empty()) scores.assign(n, 0.0f);
+  // SPM merges by score, highest first: rank the scores densely (equal scores, equal rank; NaN last).
+  {
+    std::vector<float> sorted;
+    sorted.reserve(n);
+    for (float x : scores) sorted.push_back(std::isnan(x) ? -INFINITY : x);
+    std::vector<float> keys = sorted;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    score_rank.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      score_rank[i] = static_cast<int32_t>(std::lower_bound(sorted.begin(), sorted.end(), keys[i], std::greater<>()) -
+                                           sorted.begin());
+  }
   if (attrs.empty()) attrs.assign(n, kAttrNormal);
   token_to_id.clear();
   token_to_id.reserve(n);
@@ -289,6 +470,20 @@ void TokenizerData::finalize() {
     if (attrs[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) special_cache.push_back(static_cast<int32_t>(i));
   std::stable_sort(special_cache.begin(), special_cache.end(),
                    [&](int32_t a, int32_t b) { return tokens[a].size() > tokens[b].size(); });
+
+  // SPM merges only into tokens; BPE into a merge's left + right, which need not be a token.
+  joinable.assign(kJoinableBits / 64, 0);
+  if (kind == TokKind::Spm) {
+    for (const std::string& t : tokens) mark_pairs(joinable, t);
+  } else {
+    std::string joined;
+    for (const auto& [key, rank] : bpe_ranks) {
+      joined.clear();
+      for (char c : key)
+        if (c != '\xff') joined.push_back(c);
+      mark_pairs(joinable, joined);
+    }
+  }
 
   pieces.assign(n, std::string());
   for (size_t i = 0; i < n; ++i) {
@@ -340,6 +535,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     if (d.kind == TokKind::Spm && d.add_space_prefix && prev_special) s = " ";
     s.append(text.substr(f.off, f.len));
     prev_special = false;
+    if (d.kind == TokKind::Bpe) replace_invalid_utf8(s);  // SentencePiece keeps the bytes (byte fallback)
     if (!d.norm.empty()) s = normalize(d.norm, s);
     if (d.kind == TokKind::Spm) {
       replace_all(s, " ", kSpace);

@@ -39,6 +39,7 @@ struct TokenizerData {
   std::string pre = "default";
   std::vector<std::string> tokens;
   std::vector<float> scores;
+  std::vector<int32_t> score_rank;  // SPM: the merge priority of each id, 0 for the highest score
   std::vector<uint32_t> attrs;
   TokenMap token_to_id;
   TokenMap bpe_ranks;  // key: left + '\xff' + right (0xFF never occurs in UTF-8)
@@ -58,6 +59,11 @@ struct TokenizerData {
   std::vector<int32_t> special_cache;
   // token_bytes() of each id (llama.cpp's token_to_piece with special = true).
   std::vector<std::string> pieces;
+  // Which adjacent character pairs some merge could join: a hashed bit per pair that occurs inside a token
+  // (SPM) or a merge's result (BPE). A pair whose bit is clear is never joined, so the text on either side
+  // merges on its own; collisions only set more bits, which is safe.
+  std::vector<uint64_t> joinable;
+  bool may_join(std::string_view a, std::string_view b) const;
 
   // BPE: the pre-tokenizer (empty: the whole text is one word) and the normalizer (tokenizer.json).
   PreTokenizer pre_tok;
@@ -70,7 +76,7 @@ struct TokenizerData {
   int32_t rank(std::string_view a, std::string_view b) const;
   int32_t byte_token(uint8_t b) const;  // the token for one byte (<0xXX>, or its GPT-2 char), -1 if none
 
-  // Fills token_to_id, special_cache, eog and pieces once tokens/attrs/ids are set; validates ids.
+  // Fills token_to_id, special_cache, eog, pieces and joinable once tokens/attrs/ids/merges are set.
   void finalize();
 };
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "tokenizer_impl.hpp"
 #include "wick/error.hpp"
@@ -66,8 +67,7 @@ const GGUFValue* find_typed(const GGUFFile& f, const std::string& key, GGUFType 
 
 // Callers bind the result through a pointer: GCC 13 -Wdangling-reference flags a reference bound to a call
 // with temporary arguments, although the array lives in the GGUFFile.
-const std::vector<GGUFValue>& array_of(const GGUFFile& f, const std::string& key,
-                                       std::initializer_list<GGUFType> elem) {
+const GGUFArray& array_of(const GGUFFile& f, const std::string& key, std::initializer_list<GGUFType> elem) {
   const GGUFValue* v = find_typed(f, key, GGUFType::Array);
   if (!v) bad("GGUF key " + key, "is missing (needed by this tokenizer model)");
   if (std::find(elem.begin(), elem.end(), v->elem_type) == elem.end())
@@ -126,7 +126,7 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
   const size_t n = toks.size();
   if (n == 0) bad("GGUF key tokenizer.ggml.tokens", "is empty");
   d->tokens.reserve(n);
-  for (const auto& t : toks) d->tokens.push_back(t.s);
+  for (size_t i = 0; i < n; ++i) d->tokens.emplace_back(toks.string_at(i));
 
   if (f.find("tokenizer.ggml.scores")) {
     const auto* sc_p = &array_of(f, "tokenizer.ggml.scores", {GGUFType::F32, GGUFType::I32});
@@ -135,8 +135,10 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
       bad("GGUF key tokenizer.ggml.scores",
           "has " + std::to_string(sc.size()) + " entries for " + std::to_string(n) + " tokens");
     d->scores.reserve(n);
-    for (const auto& s : sc)
+    for (size_t i = 0; i < n; ++i) {
+      const GGUFValue s = sc[i];
       d->scores.push_back(s.type == GGUFType::F32 ? static_cast<float>(s.f) : static_cast<float>(s.i));
+    }
   }
   if (f.find("tokenizer.ggml.token_type")) {
     const auto* tt_p = &array_of(f, "tokenizer.ggml.token_type", {GGUFType::I32});
@@ -168,11 +170,14 @@ Tokenizer Tokenizer::from_gguf(const GGUFFile& f) {
     const auto& merges = *merges_p;
     d->bpe_ranks.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) {
-      const std::string& m = merges[i].s;
+      const std::string_view m = merges.string_at(i);
       size_t sp = m.find(' ', 1);  // from 1: a merge's left part may itself be a space
       if (sp == std::string::npos)
-        bad("GGUF key tokenizer.ggml.merges", "entry " + std::to_string(i) + " '" + m + "' is not 'left right'");
-      d->bpe_ranks.emplace(m.substr(0, sp) + '\xff' + m.substr(sp + 1), static_cast<int32_t>(i));
+        bad("GGUF key tokenizer.ggml.merges",
+            "entry " + std::to_string(i) + " '" + std::string(m) + "' is not 'left right'");
+      std::string key(m.substr(0, sp));
+      key.append(1, '\xff').append(m.substr(sp + 1));
+      d->bpe_ranks.emplace(std::move(key), static_cast<int32_t>(i));
     }
     apply_pre_flags(*d);
     d->bos = token_id_key(f, "tokenizer.ggml.bos_token_id", 11, n);
@@ -211,12 +216,28 @@ std::string token_content(const json& v) {  // tokenizer_config's "bos_token": "
   return "";
 }
 
+// An optional member of a JSON object read as T, or dflt when absent or null; any other type is an Error
+// naming the key (nlohmann's value() would say only "type must be boolean, but is number").
+template <class T>
+T opt(const json& obj, const char* key, T dflt, const std::string& where, const std::string& path) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return dflt;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (it->is_boolean()) return it->get<bool>();
+    bad(where, path + key + " is " + it->type_name() + ", expected true or false");
+  } else {
+    if (it->is_string()) return it->get<std::string>();
+    bad(where, path + key + " is " + it->type_name() + ", expected a string");
+  }
+}
+
 // The special tokens HF's post-processor puts around a single sequence: {first, last} (-1: none).
-void template_ends(const json& pp, const TokenizerData& d, int32_t& first, int32_t& last) {
+// Recurses through Sequence processors: parse_json_limited bounds the depth.
+void template_ends(const json& pp, const TokenizerData& d, int32_t& first, int32_t& last, const std::string& where) {
   if (!pp.is_object()) return;
-  std::string type = pp.value("type", "");
+  std::string type = opt<std::string>(pp, "type", "", where, "post_processor.");
   if (type == "Sequence" && pp.contains("processors") && pp["processors"].is_array()) {
-    for (const auto& p : pp["processors"]) template_ends(p, d, first, last);
+    for (const auto& p : pp["processors"]) template_ends(p, d, first, last, where);
   } else if (type == "TemplateProcessing" && pp.contains("single") && pp["single"].is_array() &&
              !pp["single"].empty()) {
     auto special = [&](const json& item) -> int32_t {
@@ -236,30 +257,30 @@ void template_ends(const json& pp, const TokenizerData& d, int32_t& first, int32
   }
 }
 
-bool mentions_type(const json& j, const std::string& type) {  // is there a {"type": type} anywhere in j?
-  if (j.is_object()) {
-    if (j.contains("type") && j["type"] == type) return true;
-    for (const auto& [k, v] : j.items())
-      if (mentions_type(v, type)) return true;
-  } else if (j.is_array()) {
-    for (const auto& v : j)
-      if (mentions_type(v, type)) return true;
+// Is there a {"type": type} anywhere in j? Walked with an explicit stack: the nesting is the file's to choose.
+bool mentions_type(const json& j, const std::string& type) {
+  std::vector<const json*> todo{&j};
+  while (!todo.empty()) {
+    const json& v = *todo.back();
+    todo.pop_back();
+    if (v.is_object()) {
+      if (auto t = v.find("type"); t != v.end() && *t == type) return true;
+      for (const auto& e : v) todo.push_back(&e);
+    } else if (v.is_array()) {
+      for (const auto& e : v) todo.push_back(&e);
+    }
   }
   return false;
 }
 
 std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   const std::string where = path.string();
-  json j;
-  try {
-    j = json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    bad(where, std::string("is not valid JSON: ") + e.what());
-  }
+  const json j = parse_json_limited(read_file(path), "Tokenizer: " + where);
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     bad(where, "has no \"model\" object (not a tokenizer.json)");
   const json& m = j["model"];
-  std::string type = m.value("type", mentions_type(m, "BPE") || m.contains("merges") ? "BPE" : "");
+  std::string type =
+      opt<std::string>(m, "type", mentions_type(m, "BPE") || m.contains("merges") ? "BPE" : "", where, "model.");
   if (type != "BPE") bad(where, "model.type '" + type + "' is not supported (supported: BPE)");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (m.contains(k) && !m[k].is_null() && !(m[k].is_string() && m[k].get<std::string>().empty()))
@@ -289,8 +310,9 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
       if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
           !a["content"].is_string())
         bad(where, "added_tokens[" + std::to_string(i) + "] needs an integer \"id\" and a string \"content\"");
-      added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(), a.value("special", false),
-                       a.value("lstrip", false), a.value("rstrip", false)});
+      const std::string at = "added_tokens[" + std::to_string(i) + "].";
+      added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(), opt(a, "special", false, where, at),
+                       opt(a, "lstrip", false, where, at), opt(a, "rstrip", false, where, at)});
     }
   }
   int64_t max_id = -1;
@@ -300,14 +322,15 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
     if (e.first < 0) bad(where, "model.vocab['" + e.second + "'] has a negative id");
   for (const auto& a : added)
     if (a.id < 0) bad(where, "added token '" + a.content + "' has a negative id");
-  if (max_id < 0) bad(where, "model.vocab is empty");
+  // Without a vocabulary every character would be <unk>: no usable tokenizer has one.
+  if (entries.empty()) bad(where, "model.vocab is empty (a BPE tokenizer needs its tokens there)");
   if (max_id > 16 * int64_t(entries.size() + added.size()) + 1024)
     bad(where, "token ids go up to " + std::to_string(max_id) + " for " +
                    std::to_string(entries.size() + added.size()) + " tokens");
   const size_t n = static_cast<size_t>(max_id) + 1;
   d->tokens.assign(n, std::string());
   d->attrs.assign(n, kAttrUnused);  // ids no entry names stay unused
-  const bool byte_fallback = m.value("byte_fallback", false);
+  const bool byte_fallback = opt(m, "byte_fallback", false, where, "model.");
   for (const auto& [id, tok] : entries) {
     d->tokens[id] = tok;
     bool is_byte = byte_fallback && tok.size() == 6 && tok.compare(0, 3, "<0x") == 0 && tok[5] == '>';
@@ -345,7 +368,7 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
       d->bpe_ranks.emplace(l + '\xff' + r, static_cast<int32_t>(i));
     }
   }
-  d->ignore_merges = m.value("ignore_merges", false);
+  d->ignore_merges = opt(m, "ignore_merges", false, where, "model.");
   if (m.contains("unk_token") && m["unk_token"].is_string()) d->unk = d->lookup(m["unk_token"].get<std::string>());
 
   const json pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json();
@@ -362,7 +385,7 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   }
 
   int32_t first = -1, last = -1;
-  if (j.contains("post_processor")) template_ends(j["post_processor"], *d, first, last);
+  if (j.contains("post_processor")) template_ends(j["post_processor"], *d, first, last, where);
   d->add_bos = first >= 0;
   d->add_eos = last >= 0;
   d->bos = first;
@@ -372,12 +395,7 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   const auto cfg_path = path.parent_path() / "tokenizer_config.json";
   if (std::filesystem::exists(cfg_path)) {
     const std::string cwhere = cfg_path.string();
-    json c;
-    try {
-      c = json::parse(read_file(cfg_path));
-    } catch (const json::exception& e) {
-      bad(cwhere, std::string("is not valid JSON: ") + e.what());
-    }
+    const json c = parse_json_limited(read_file(cfg_path), "Tokenizer: " + cwhere);
     if (!c.is_object()) bad(cwhere, "is not a JSON object");
     auto tok_id = [&](const char* key) -> int32_t {
       if (!c.contains(key) || c[key].is_null()) return -2;  // absent
@@ -400,7 +418,8 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
         d->chat_template = ct.get<std::string>();
       } else if (ct.is_array()) {  // [{"name": "default", "template": "..."}, ...]
         for (const auto& e : ct)
-          if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
+          if (e.is_object() && e.contains("name") && e["name"] == "default" && e.contains("template") &&
+              e["template"].is_string())
             d->chat_template = e["template"].get<std::string>();
       }
     }
@@ -410,12 +429,7 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   const auto gen_path = path.parent_path() / "generation_config.json";
   if (std::filesystem::exists(gen_path)) {
     const std::string gwhere = gen_path.string();
-    json g;
-    try {
-      g = json::parse(read_file(gen_path));
-    } catch (const json::exception& e) {
-      bad(gwhere, std::string("is not valid JSON: ") + e.what());
-    }
+    const json g = parse_json_limited(read_file(gen_path), "Tokenizer: " + gwhere);
     if (g.is_object() && g.contains("eos_token_id") && !g["eos_token_id"].is_null()) {
       const json& e = g["eos_token_id"];
       std::vector<json> ids = e.is_array() ? std::vector<json>(e.begin(), e.end()) : std::vector<json>{e};
