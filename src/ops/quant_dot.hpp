@@ -167,7 +167,7 @@ struct Dot<GGMLType::Q4_0> {
   WICK_HD static void run(const uint8_t* w, int c, const XRows& x, float (&acc)[M]) {
     // The 8 bytes sit 2 bytes into the 18-byte block. Several rows of x: as 2 or 3 aligned words
     // (H200, 2-8 rows of 4096 x 11008: 5-8% faster); one row: as 4 halfwords (there the words were
-    // 3-9% slower, stop 40's results).
+    // 3-9% slower; build/bench_gpu_qmatvec).
     int v[2];
     if constexpr (M > 1) {
       ld_words(w + 2 + 8 * c, v);
