@@ -192,7 +192,10 @@ int run_generate(const RunArgs& a) {
         return true;
       },
       &ids);
-  if (!a.json) std::printf("\n");
+  if (!a.json) {
+    std::printf("\n");
+    std::fflush(stdout);  // the text's last line before the statistics line on stderr, also through a pipe
+  }
 
   const MemoryStats mem = memory_stats(dev);
   const size_t wanted = model->weight_bytes() + st.cache_bytes;
