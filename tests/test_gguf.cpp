@@ -316,6 +316,12 @@ bool reset_peak() {  // "5" resets VmHWM to the current RSS (Linux 4.0 on)
 // Metadata of any kind costs a small multiple of the file's size: 20 MB arrays of u8 and of bool (which
 // took about 110 bytes of memory per element as one GGUFValue each), of short strings and of one-element
 // arrays open in under 4x the file size of peak memory, the mapping's pages included.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST(Gguf, ArrayMetadataMemoryInProportionToTheFile) {
   if (!reset_peak() || peak_rss() == 0) GTEST_SKIP() << "no /proc/self/clear_refs or VmHWM here";
   const size_t n = 20u << 20;
@@ -361,10 +367,14 @@ TEST(Gguf, ArrayMetadataMemoryInProportionToTheFile) {
       }
     }
     const size_t grew = peak_rss() - before;
-    EXPECT_LT(grew, 4 * file_size) << "element type " << elem << ": a " << file_size << "-byte file took " << grew
-                                   << " bytes at peak";
+    if (!kAddressSanitizer)
+      EXPECT_LT(grew, 4 * file_size) << "element type " << elem << ": a " << file_size << "-byte file took " << grew
+                                     << " bytes at peak";
   }
   fs::remove(path);
+  // ASan keeps freed blocks in quarantine and pads each allocation, so its peak RSS measures the
+  // sanitizer (405 MB for the nested arrays' file), not the loader: the contents were checked above.
+  if (kAddressSanitizer) GTEST_SKIP() << "peak memory bound not measured under AddressSanitizer";
 }
 
 TEST(GgufWrite, ByteIdenticalToGgufPy) {
