@@ -199,27 +199,10 @@ GGUFValue scalar_from_bytes(GGUFType t, const unsigned char* p) {
 
 // Smallest encoding of one element of a type, to bound array counts before reserving.
 size_t min_bytes(GGUFType t) {
-  switch (t) {
-    case GGUFType::U8:
-    case GGUFType::I8:
-    case GGUFType::Bool:
-      return 1;
-    case GGUFType::U16:
-    case GGUFType::I16:
-      return 2;
-    case GGUFType::U32:
-    case GGUFType::I32:
-    case GGUFType::F32:
-      return 4;
-    case GGUFType::U64:
-    case GGUFType::I64:
-    case GGUFType::F64:
-    case GGUFType::String:
-      return 8;
-    case GGUFType::Array:
-      return 12;  // element type + count
-  }
-  return 1;
+  if (t == GGUFType::String) return 8;  // its length
+  if (t == GGUFType::Array) return 12;  // element type + count
+  const size_t w = fixed_width(t);
+  return w ? w : 1;
 }
 
 GGUFValue read_value(Reader& r, GGUFType t, const std::string& field, int depth) {
