@@ -30,7 +30,7 @@ case "$suite" in
   forky) root="${WICK_ROCM_ROOT:-/var/tmp/wick-rocm-forky}"; script=/usr/share/debootstrap/scripts/sid ;;
   *) echo "rocm_root: WICK_ROCM_SUITE must be trixie or forky, got '$suite'" >&2; exit 1 ;;
 esac
-pkgs=(hipcc libamdhip64-dev librocblas-dev cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
+pkgs=(hipcc libamdhip64-dev librocblas-dev cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libgtest-dev libcli11-dev libpcre2-dev)
 
 say() { echo "rocm_root: $*" >&2; }
 die() { say "error: $*"; exit 1; }

@@ -3,7 +3,7 @@
 # Usage: bash scripts/setup.sh [extra cmake args]   (WICK_BUILD_DIR overrides build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkgs=(cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libcli11-dev libgtest-dev python3 python3-numpy)
+pkgs=(cmake ninja-build g++ libopenblas-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libgtest-dev python3 python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,4 +1,4 @@
-// The regex engine and the pre-tokenizers (src/llm/regex.hpp, pretokenize.hpp). Short cases are worked by hand
+// The regexes and the pre-tokenizers (src/llm/regex.hpp, pretokenize.hpp). Short cases are worked by hand
 // from the patterns (the comment says why); the broad check compares every GGUF pre name against
 // tests/fixtures/pretokenize.json, written by tests/fixtures/gen_pretokenize.py with Python's third-party `regex`
 // module running llama.cpp's own regex lists (read from llama.cpp's source) on llama.cpp's vocab test strings.
@@ -122,15 +122,32 @@ TEST(LlmRegex, DigitGroupingFastPathsEqualTheGeneralEngine) {
   EXPECT_EQ(fast_groups.find_all(digits).size(), 100000u);
 }
 
-TEST(LlmRegex, BraceWithoutCountIsLiteralAndFullMatch) {
+TEST(LlmRegex, BraceWithoutCountIsLiteral) {
   EXPECT_EQ(find_all("a{", "a{"), (Spans{{0, 2}}));
   EXPECT_EQ(find_all("{x}", "{x}"), (Spans{{0, 3}}));
-  EXPECT_EQ(find_all("a{,2}", "aaa"), (Spans{{0, 2}, {2, 3}}));  // no empty match where the last one ended
-  // full_match takes any path that reaches the end, not only the preferred one: "a|ab" prefers "a".
-  const Regex r("a|ab");
-  const std::vector<uint32_t> ab = {'a', 'b'};
-  EXPECT_TRUE(r.full_match(ab, 0, 2));
-  EXPECT_FALSE(Regex("a").full_match(ab, 0, 2));
+  EXPECT_EQ(find_all("a{,2}", "aaa"), (Spans{{0, 2}, {2, 3}}));  // {,m} is {0,m}; no empty match where the last one ended
+  EXPECT_EQ(find_all("a{,x}", "a{,x}"), (Spans{{0, 5}}));         // not a count: text
+}
+
+TEST(LlmRegex, OnigurumaMeaningWherePcre2Differs) {
+  // U+180E MONGOLIAN VOWEL SEPARATOR (E1 A0 8E) is Cf, not White_Space; PCRE2's own \s takes it.
+  EXPECT_EQ(find_all(R"(\s+)", " \xE1\xA0\x8E "), (Spans{{0, 1}, {4, 5}}));
+  EXPECT_EQ(find_all(R"(\S+)", " \xE1\xA0\x8E "), (Spans{{1, 4}}));
+  // \w: marks (U+0301), Nl (U+2165 ROMAN NUMERAL SIX), circled letters (U+24B6) yes; No (U+00B2 superscript two) no.
+  EXPECT_EQ(find_all(R"(\w+)", "a\xCC\x81\xE2\x85\xA5\xE2\x92\xB6\xC2\xB2"), (Spans{{0, 9}}));
+  EXPECT_EQ(find_all(R"(\W+)", "a\xC2\xB2 b"), (Spans{{1, 4}}));
+  EXPECT_EQ(find_all(R"([^\w\s]+)", "ab,\xC2\xB2 c"), (Spans{{2, 5}}));
+  // \b between a letter and a combining mark is no boundary (both word characters); PCRE2's \b would split there.
+  EXPECT_EQ(find_all(R"(\b)", "e\xCC\x81 x"), (Spans{{0, 0}, {3, 3}, {4, 4}, {5, 5}}));
+  EXPECT_EQ(find_all(R"(\B)", "ab"), (Spans{{1, 1}}));
+  EXPECT_EQ(find_all(R"(\v|\0|\u00e9)", "\x0B\n\xC3\xA9"), (Spans{{0, 1}, {2, 4}}));
+  EXPECT_EQ(find_all(std::string_view("\\0", 2), std::string_view("a\0b", 3)), (Spans{{1, 2}}));
+  EXPECT_EQ(find_all("[a[bc]]+", "xabcax"), (Spans{{1, 5}}));  // a nested class joins its parent
+  EXPECT_EQ(find_all("a$", "a\na"), (Spans{{2, 3}}));           // $ is the end of the text only
+  EXPECT_EQ(find_all(R"(a\Z)", "a\n"), (Spans{{0, 1}}));        // \Z also before a final newline
+  // Oniguruma has these too: lookbehind and scripts.
+  EXPECT_EQ(find_all("(?<=a)b", "ab cb"), (Spans{{1, 2}}));
+  EXPECT_EQ(find_all(R"(\p{Han}+)", "x\xE4\xB8\x80\xE4\xBA\x8Cy"), (Spans{{1, 7}}));
 }
 
 TEST(LlmRegex, EmptyMatchesNeverLoop) {
@@ -156,20 +173,22 @@ TEST(LlmRegex, MalformedUtf8NeverCrashes) {
 }
 
 TEST(LlmRegex, UnsupportedSyntaxIsAnError) {
-  for (const char* bad :
-       {"(?<=a)b", "[[:alpha:]]", R"(\p{Han})", "{2}", "(ab", R"(\k)", "*a", "[a&&b]", "a)", "[abc", "x{5,2}"}) {
+  // Bad syntax, and syntax whose Oniguruma meaning PCRE2 would read otherwise (regex.hpp).
+  for (const char* bad : {"[[:alpha:]]", "{2}", "(ab", R"(\k)", "*a", "[a&&b]", "a)", "[abc", "x{5,2}", "[a[^b]]",
+                          R"([\W])", R"(\h)", R"(\Hx)", R"(\Qa\E)", "(?m)a", "(?x:a )", R"(\u12)", "\\"}) {
     expect_error([&] { Regex r(bad); }, {"regex", "pattern", bad});
   }
-  expect_error([] { Regex r("(?<=a)b"); }, {"at code point 2"});  // the position of "<="
+  expect_error([] { Regex r("ab[a&&b]"); }, {"at code point 4"});  // the position of "&&"
+  expect_error([] { Regex r("\xC3\xA9(x"); }, {"at code point 3"});
   // Hostile patterns: deep nesting and repeat counts that multiply are errors, not stack or memory exhaustion.
   expect_error([] { Regex r(std::string(100000, '(') + std::string(100000, ')')); }, {"nesting deeper"});
   expect_error([] { Regex r(std::string(100000, '[')); }, {"nesting deeper"});
-  expect_error([] { Regex r("((a{1000}){1000}){1000}"); }, {"instructions"});
+  expect_error([] { Regex r("((a{1000}){1000}){1000}"); }, {"regex", "too large"});
 }
 
 TEST(LlmRegex, CatastrophicBacktrackingIsAnErrorNotAHang) {
-  const std::string text(40, 'a');  // (a|a)* on 40 a's without a 'b': 2^40 paths
-  expect_error([&] { find_all("(a|a)*b", text); }, {"backtracking limit", "(a|a)*b"});
+  const std::string text(40, 'a');  // (a|a)*\d on 40 a's without a digit: 2^40 paths
+  expect_error([&] { find_all(R"((a|a)*\d)", text); }, {"backtracking limit", R"((a|a)*\d)"});
 }
 
 TEST(LlmRegex, LongInputsAreLinear) {
@@ -312,7 +331,7 @@ TEST(LlmPreTokenize, JsonOtherTypes) {
   EXPECT_EQ(json_pre(R"({"type":"BertPreTokenizer"})", "Hi, you"), (Pieces{"Hi", ",", "you"}));
   EXPECT_EQ(json_pre("null", "as is"), (Pieces{"as is"}));
   expect_error([] { PreTokenizer::from_json(R"({"type":"UnicodeScripts"})"); }, {"UnicodeScripts", "supported"});
-  expect_error([] { PreTokenizer::from_json(R"J({"type":"Split","pattern":{"Regex":"(?<=x)"}})J"); }, {"lookbehind"});
+  expect_error([] { PreTokenizer::from_json(R"J({"type":"Split","pattern":{"Regex":"[a&&b]"}})J"); }, {"intersection"});
   expect_error([] { PreTokenizer::from_json("{not json"); }, {"not valid JSON"});
 }
 

@@ -1,18 +1,18 @@
 #pragma once
-// A small backtracking regex engine over Unicode code points, for the pre-tokenizer patterns of llama.cpp and
-// Hugging Face tokenizer.json files (internal to src/llm).
+// The pre-tokenizer's regular expressions (internal to src/llm): the split patterns of llama.cpp and of Hugging
+// Face tokenizer.json files, matched by PCRE2 (UTF and Unicode properties on, JIT where the CPU has it) with the
+// meaning Oniguruma gives them (the engine Hugging Face tokenizers runs) where the two engines differ.
 //
-// Syntax: literals (UTF-8 in the pattern), escapes \s \S \d \D \w \W \b \B \r \n \t \f \v \0 \xHH \x{H..} \uHHHH and
-// escaped punctuation, \p{..} / \P{..} / \pL with general categories (L Lu Ll Lt Lm Lo LC M Mn Mc Me N Nd Nl No
-// P Pc Pd Ps Pe Pi Pf Po S Sm Sc Sk So Z Zs Zl Zp C Cc Cf Cs Co Cn), classes [..] with negation, ranges, escapes,
-// \p and nested classes inside, '.', groups ( ) (?: ) (?i: ) (?-i: ) (?i) (captures match but are not reported),
-// alternation |, quantifiers ? * + {n} {n,} {n,m} {,m} (a '{' starting none of them is a literal), greedy, lazy
-// (suffix ?) or possessive (suffix +), atomic groups (?> ), lookahead (?= ) (?! ), anchors ^ $ (start / end of
-// the text searched, not of lines) \A \z \Z.
-// Not supported (wick::Error naming the pattern and the position): lookbehind, backreferences, scripts such as
-// \p{Han}, POSIX [:classes:], class intersection &&.
-// Semantics follow Oniguruma/Rust with Unicode on: \s is White_Space, \d is Nd, \w is UTS #18's word class
-// (Alphabetic, M, Nd, Pc, Join_Control); (?i) compares simple case mappings and simple case folding.
+// Syntax: PCRE2's, with these rewritten before compiling:
+//   \w \W \b \B   UTS #18 word characters: Alphabetic, M, Nd, Pc, Join_Control (PCRE2's \w is L, N and '_')
+//   \s \S         White_Space (PCRE2's \s also takes U+180E)
+//   \v \0 \uHHHH  the code points VT, NUL, U+HHHH (in PCRE2 \v is a class and \u an error)
+//   {,m}          {0,m} (PCRE2 10.42 reads it as text)
+//   [a[bc]]       a nested class is the union of its members
+//   $             the end of the text only; \Z the end or before a final newline
+// Errors (wick::Error naming the pattern and the code point), where Oniguruma means something PCRE2 would read
+// otherwise without a word: class intersection &&, a negated nested class, \W inside a class, POSIX [:classes:]
+// (Oniguruma's are other Unicode sets), \h \H (hex digits in Oniguruma), \Q \E, inline flags other than i.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -25,22 +25,20 @@ namespace wick::llm {
 
 class Regex {
  public:
-  explicit Regex(std::string_view pattern);  // parses and compiles; wick::Error on bad or unsupported syntax
+  explicit Regex(std::string_view pattern);  // compiles; wick::Error on bad or unsupported syntax
   const std::string& pattern() const { return pattern_; }
 
   // Non-overlapping leftmost matches in text, as [begin, end) byte offsets, in order. Empty matches are included
   // (a split at that point), but never at the end of the previous match, and the search always moves forward.
+  // Each byte of an invalid UTF-8 sequence is matched as one U+FFFD (a symbol, So) of one byte.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
-  // The same over code points cps[begin, end): offsets are code point indices into cps. The text outside
-  // [begin, end) is invisible (lookahead and $ see end as the end of the text).
-  std::vector<std::pair<size_t, size_t>> find_all(const std::vector<uint32_t>& cps, size_t begin, size_t end) const;
-  // Whether the whole of cps[begin, end) matches (some path of the pattern, not only the preferred one).
-  bool full_match(const std::vector<uint32_t>& cps, size_t begin, size_t end) const;
 
-  // Backtracking budget per find_all call: kStepsBase + kStepsPerChar * length. Exceeding it is a wick::Error
-  // (catastrophic backtracking), never a hang.
-  static constexpr uint64_t kStepsBase = 1u << 20;
-  static constexpr uint64_t kStepsPerChar = 4096;
+  // Backtracking budget per find_all call, in PCRE2's match-limit units: kStepsBase + kStepsPerByte * length.
+  // Exceeding it is a wick::Error (catastrophic or quadratic backtracking), never a hang. Each match attempt
+  // runs under a limit starting at 16 and doubled until it suffices, and is charged that limit (at most twice
+  // what it used), so the budget bounds the whole call; PCRE2 reports no count of its own.
+  static constexpr uint64_t kStepsBase = uint64_t{1} << 20;
+  static constexpr uint64_t kStepsPerByte = 1024;
 
   struct Program;  // compiled form (regex.cpp)
 

@@ -270,16 +270,6 @@ uint32_t to_lower(uint32_t cp) {
   return case_lookup(data::kLowerRuns, data::kLowerRunsSize, cp);
 }
 
-uint32_t to_upper(uint32_t cp) {
-  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') ? cp - 32 : cp;
-  return case_lookup(data::kUpperRuns, data::kUpperRunsSize, cp);
-}
-
-uint32_t case_fold(uint32_t cp) {
-  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
-  return case_lookup(data::kFoldRuns, data::kFoldRunsSize, cp);
-}
-
 std::string to_lower(std::string_view s) {
   std::string out;
   out.reserve(s.size());

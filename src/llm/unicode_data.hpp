@@ -22,10 +22,6 @@ extern const uint32_t kCccRanges[];  // start << 8 | combining class
 extern const size_t kCccRangesSize;
 extern const CaseRun kLowerRuns[];
 extern const size_t kLowerRunsSize;
-extern const CaseRun kUpperRuns[];
-extern const size_t kUpperRunsSize;
-extern const CaseRun kFoldRuns[];
-extern const size_t kFoldRunsSize;
 extern const Decomposition kDecomp[];
 extern const size_t kDecompSize;
 
