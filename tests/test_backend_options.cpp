@@ -4,6 +4,7 @@
 // out here, not read from the parser.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -129,18 +130,44 @@ TEST(BackendOptions, BadValuesNameTheVariableAndWhatItTakes) {
   }
 }
 
-// set_options replaces what options() gives (tests and benchmarks force each path with it).
+// set_options replaces what options() gives (tests and benchmarks force each path with it); a
+// reference taken before keeps reading the set it was taken from.
 TEST(BackendOptions, SetOptionsReplacesTheProcessOptions) {
   const Options saved = options();
+  const Options& before = options();
   Options o = saved;
   o.qmatmul_path = QMatmulPath::Sgemm;
   o.qmv_norm_block = 128;
   set_options(o);
   EXPECT_EQ(options().qmatmul_path, QMatmulPath::Sgemm);
   EXPECT_EQ(options().qmv_norm_block, 128);
+  EXPECT_EQ(before.qmatmul_path, saved.qmatmul_path);
+  EXPECT_EQ(before.qmv_norm_block, saved.qmv_norm_block);
   set_options(saved);
   EXPECT_EQ(options().qmatmul_path, saved.qmatmul_path);
   EXPECT_EQ(options().qmv_norm_block, saved.qmv_norm_block);
+}
+
+// A bad value in the environment throws on the first call and on the next (a failed parse keeps
+// nothing); once the value is fixed, the next call parses it. The threadsafe death test style runs
+// this test alone in a fresh process, where nothing has read the environment yet; the exit code
+// says which step failed.
+TEST(BackendOptions, BadEnvironmentThrowsOnEveryCallUntilFixed) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto child = [] {
+    setenv("WICK_QMATMUL_PATH", "panels", 1);
+    for (int call = 0; call < 2; ++call) {
+      try {
+        options();
+        std::exit(1 + call);
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("WICK_QMATMUL_PATH=panels") == std::string::npos) std::exit(3);
+      }
+    }
+    setenv("WICK_QMATMUL_PATH", "sgemm", 1);
+    std::exit(options().qmatmul_path == QMatmulPath::Sgemm ? 0 : 4);
+  };
+  EXPECT_EXIT(child(), testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -1,14 +1,16 @@
 #include "backend/options.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
+#include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "wick/error.hpp"
 
@@ -59,8 +61,19 @@ size_t omp_threads(const EnvLookup& lookup) {
   return p != e && (*p == '\0' || *p == ',') && n >= 1 ? std::min(n, kMax) : 0;
 }
 
-std::mutex g_mu;
-std::optional<Options> g_options;
+// The current snapshot, read without a lock; null until the environment parses or set_options
+// runs. Snapshots are immutable and never freed, so a reference options() gave stays valid.
+std::atomic<const Options*> g_current{nullptr};
+std::mutex g_mu;  // the writers: the first parse and set_options
+
+// Keeps every snapshot published (set_options runs a few times a process, from tests and
+// benchmarks); never destroyed, so a thread still reading one at exit reads live memory.
+const Options* publish(const Options& o) {
+  static auto* const snapshots = new std::vector<std::unique_ptr<const Options>>;
+  const Options* p = snapshots->emplace_back(std::make_unique<const Options>(o)).get();
+  g_current.store(p, std::memory_order_release);
+  return p;
+}
 
 }  // namespace
 
@@ -93,15 +106,17 @@ Options parse_options(const EnvLookup& lookup) {
   return o;
 }
 
-Options options() {
+const Options& options() {
+  if (const Options* o = g_current.load(std::memory_order_acquire)) return *o;
   const std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_options) g_options = parse_options([](const char* name) -> const char* { return std::getenv(name); });
-  return *g_options;
+  if (const Options* o = g_current.load(std::memory_order_relaxed)) return *o;  // another thread parsed
+  // A bad value throws before anything is published, so the next call parses (and throws) again.
+  return *publish(parse_options([](const char* name) -> const char* { return std::getenv(name); }));
 }
 
 void set_options(const Options& o) {
   const std::lock_guard<std::mutex> lock(g_mu);
-  g_options = o;
+  publish(o);
 }
 
 }  // namespace wick::backend

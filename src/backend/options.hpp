@@ -72,11 +72,14 @@ using EnvLookup = std::function<const char*(const char* name)>;
 Options parse_options(const EnvLookup& lookup);
 
 // This process's options: parsed from the environment on first use (a bad value throws, on this
-// call and the next), or those set_options gave.
-Options options();
+// call and the next), or those set_options gave. Ops call it on every launch, so after the first
+// parse it is one atomic load, with no lock and no copy. The reference stays valid for the life of
+// the process and always shows the set it was taken from.
+const Options& options();
 
-// Replaces this process's options: tests and benchmarks force each path. Ops already running on
-// other threads may see either set.
+// Replaces this process's options: tests and benchmarks force each path. It publishes a new
+// snapshot and keeps the old ones (a few a process), so ops already running on other threads may
+// see either set, and a reference taken before still reads the old one.
 void set_options(const Options& o);
 
 }  // namespace wick::backend

@@ -956,7 +956,7 @@ void attention_decode(DeviceContext& ctx, int ordinal, DType dt, const FlashOper
   // The streaming kernel where it fits (d == dv, rows within kStreamRows); Options::decode_attn
   // (WICK_DECODE_ATTN) runs keeps the runs kernel and stream takes the streaming one for every row
   // count, neither taking the tensor-core kernel: the tests run each kernel on every shape.
-  const backend::Options opt = backend::options();
+  const backend::Options& opt = backend::options();
   const int mode = opt.decode_attn == backend::DecodeAttn::Runs     ? 0
                    : opt.decode_attn == backend::DecodeAttn::Stream ? 2
                                                                     : 1;
