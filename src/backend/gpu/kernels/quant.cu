@@ -42,7 +42,7 @@ template <GGMLType kT> struct QB {
   static constexpr int kRawStride = (kBytes % 4 == 0 && (kBytes / 4) % 2 == 0) ? kBytes + 4 : kBytes;
   static constexpr int kRawWords = (kGroup * kRawStride + 3) / 4;
   static_assert(kGroup >= 1 && kGroup * kElems == tune::kQuantStageElems, "stage holds whole blocks");
-  static_assert(kGroup * kStride * 4 + kRawWords * 4 <= 48 * 1024, "shared memory of a round within 48 KiB");
+  static_assert(size_t(kGroup * kStride * 4 + kRawWords * 4) <= kUnaskedSmem, "shared memory of a round within 48 KiB");
 };
 
 // Runs f(std::integral_constant<GGMLType, T>) for the block types wick decodes.
