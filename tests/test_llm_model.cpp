@@ -292,6 +292,81 @@ TEST(LlmModel, UnknownArchitectureListsTheSupportedOnes) {
   EXPECT_STREQ(arch_to_string(Arch::Qwen3), "qwen3");
 }
 
+// A config.json key of the wrong JSON type is an Error that names the file, the key (rope settings
+// with the object that holds them), the type and value found and the type expected; null is "unset".
+TEST(LlmModel, ConfigJsonTypeErrorsNameTheKey) {
+  struct Bad {
+    const char* patch;  // merged into dev_llama3's config.json (RFC 7386)
+    const char* message;
+  };
+  const std::string long_name(60, 'x');
+  const Bad cases[] = {
+      {R"({"tie_word_embeddings": "yes"})", R"("tie_word_embeddings" is a string ("yes"); expected a boolean)"},
+      {R"({"attention_bias": "no"})", R"("attention_bias" is a string ("no"); expected a boolean)"},
+      {R"({"use_sliding_window": 1})", R"("use_sliding_window" is a number (1); expected a boolean)"},
+      {R"({"model_type": 7})", R"("model_type" is a number (7); expected a string)"},
+      {R"({"model_type": ["llama"]})", R"("model_type" is an array (["llama"]); expected a string)"},
+      {R"({"rope_scaling": "x"})", R"("rope_scaling" is a string ("x"); expected an object)"},
+      {R"({"rope_parameters": [1]})", R"("rope_parameters" is an array ([1]); expected an object)"},
+      {R"({"rope_scaling": {"rope_type": 3}})", R"("rope_scaling.rope_type" is a number (3); expected a string)"},
+      {R"({"rope_scaling": {"rope_type": null, "type": false}})",
+       R"("rope_scaling.type" is a boolean (false); expected a string)"},
+      {R"({"rope_scaling": {"factor": "8"}})", R"("rope_scaling.factor" is a string ("8"); expected a number)"},
+      {R"({"rope_scaling": null, "rope_parameters": {"rope_type": "linear", "factor": {}}})",
+       R"("rope_parameters.factor" is an object ({}); expected a number)"},
+      {R"({"rope_parameters": {"rope_theta": "1e4"}})",
+       R"("rope_parameters.rope_theta" is a string ("1e4"); expected a number)"},
+      {R"({"hidden_size": "32"})", R"("hidden_size" is a string ("32"); expected a number)"},
+      {R"({"num_hidden_layers": true})", R"("num_hidden_layers" is a boolean (true); expected a number)"},
+      {R"({"head_dim": [8]})", R"("head_dim" is an array ([8]); expected a number)"},
+      {R"({"max_position_embeddings": "256"})", R"("max_position_embeddings" is a string ("256"); expected a number)"},
+      {R"({"rms_norm_eps": "1e-5"})", R"("rms_norm_eps" is a string ("1e-5"); expected a number)"},
+      {R"({"rope_theta": "500000"})", R"("rope_theta" is a string ("500000"); expected a number)"},
+      {R"({"num_attention_heads": 2.5})", R"("num_attention_heads" is 2.5; expected a non-negative integer)"},
+      {R"({"vocab_size": -64})", R"("vocab_size" is -64; expected a non-negative integer)"},
+  };
+  const fs::path d = fs::path(test::tmp_path("hf")).parent_path() / "hf_typed";
+  fs::create_directories(d);
+  const nlohmann::json base = read_json(kDev + "dev_llama3/config.json");
+  auto error_of = [&](const nlohmann::json& cfg) -> std::pair<ErrorKind, std::string> {
+    std::ofstream(d / "config.json") << cfg.dump();
+    try {
+      Model::load(d.string(), f32_cpu());
+    } catch (const Error& e) {
+      return {e.kind(), e.what()};
+    }
+    return {ErrorKind::Internal, "(no error)"};
+  };
+  for (const Bad& c : cases) {
+    nlohmann::json cfg = base;
+    cfg.merge_patch(nlohmann::json::parse(c.patch));
+    const auto [kind, w] = error_of(cfg);
+    SCOPED_TRACE(std::string(c.patch) + " -> " + w);
+    EXPECT_EQ(kind, ErrorKind::Io);
+    EXPECT_NE(w.find((d / "config.json").string()), std::string::npos);
+    EXPECT_NE(w.find(c.message), std::string::npos);
+  }
+  // A long value is cut short.
+  nlohmann::json cfg = base;
+  cfg["model_type"] = {{"name", long_name}};
+  const std::string w = error_of(cfg).second;
+  EXPECT_NE(w.find(R"("model_type" is an object ({"name":"xxx)"), std::string::npos) << w;
+  EXPECT_NE(w.find(R"(xxx...); expected a string)"), std::string::npos) << w;
+  EXPECT_EQ(w.find(long_name), std::string::npos) << w;
+  // null is the default, as absent: the model loads.
+  cfg = base;
+  for (const char* key : {"attention_bias", "use_sliding_window", "rope_parameters", "rms_norm_eps"})
+    cfg[key] = nullptr;
+  cfg["rope_scaling"]["low_freq_factor"] = nullptr;
+  std::ofstream(d / "config.json") << cfg.dump();
+  fs::copy_file(kDev + "dev_llama3/model.safetensors", d / "model.safetensors", fs::copy_options::overwrite_existing);
+  auto m = Model::load(d.string(), f32_cpu());
+  EXPECT_TRUE(m->config().tie_embeddings);
+  EXPECT_FALSE(m->config().qkv_bias);
+  EXPECT_DOUBLE_EQ(m->config().rms_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(m->config().rope_low_freq_factor, 1.0);
+}
+
 TEST(LlmModel, ProgressReportsEveryByte) {
   LoadOptions o = f32_cpu();
   std::vector<std::pair<size_t, size_t>> calls;

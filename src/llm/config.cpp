@@ -1,9 +1,11 @@
 // Model hyper-parameters from GGUF metadata or a Hugging Face config.json.
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "archs.hpp"
+#include "json_fields.hpp"
 #include "wick/error.hpp"
 
 namespace wick::llm::detail {
@@ -128,12 +130,12 @@ ModelConfig parse_hf(const std::string& config_path) {
     bad(config_path, std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) bad(config_path, "not a JSON object");
+  // Every typed read goes through json_fields.hpp, whose errors name the key, what it holds and
+  // what it should hold; absent and null (HF's "unset") give the default.
+  const std::string context = "model config (" + config_path + ")";
   // transformers 5 keeps text settings under text_config for some models; read the top level.
-  auto num = [&](const nlohmann::json& o, const char* key) -> std::optional<double> {
-    auto it = o.find(key);
-    if (it == o.end() || it->is_null()) return std::nullopt;
-    if (!it->is_number()) bad(config_path, std::string(key) + " must be a number");
-    return it->get<double>();
+  auto num = [&](const nlohmann::json& o, const char* key, const std::string& prefix = "") {
+    return json_field<double>(o, key, context, prefix);
   };
   auto size = [&](const char* key, std::optional<size_t> dflt) -> size_t {
     if (!key) {
@@ -143,13 +145,15 @@ ModelConfig parse_hf(const std::string& config_path) {
     auto v = num(j, key);
     if (!v) {
       if (dflt) return *dflt;
-      bad(config_path, std::string("missing ") + key);
+      bad(config_path, std::string("missing \"") + key + "\"");
     }
-    if (*v < 0 || *v != double(size_t(*v))) bad(config_path, std::string(key) + " must be a non-negative integer");
+    // Compared in double: size_t(*v) of a negative, fractional or huge value would not round-trip.
+    if (!(*v >= 0 && *v < 0x1p63) || *v != double(size_t(*v)))
+      bad(config_path, "\"" + std::string(key) + "\" is " + j[key].dump() + "; expected a non-negative integer");
     return size_t(*v);
   };
   ModelConfig c;
-  c.arch_name = j.value("model_type", std::string());
+  c.arch_name = json_field_or<std::string>(j, "model_type", "", context);
   const ArchInfo* row = find_hf_type(c.arch_name);
   if (!row)
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): model_type '" + c.arch_name +
@@ -167,39 +171,49 @@ ModelConfig parse_hf(const std::string& config_path) {
   c.max_position = size(k.context_length.hf, 4096);
   c.rms_eps = num(j, k.rms_eps.hf).value_or(1e-6);
   // Rope settings: top-level rope_theta / rope_scaling (transformers 4), or rope_parameters
-  // (transformers 5), which also holds rope_theta.
+  // (transformers 5), which also holds rope_theta. rp_from keeps which of the two gave each key,
+  // for the errors.
   nlohmann::json rp = nlohmann::json::object();
-  if (auto it = j.find("rope_scaling"); it != j.end() && it->is_object()) rp = *it;
-  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
-    for (auto& [k, v] : it->items()) rp[k] = v;
+  std::map<std::string, std::string> rp_from;
+  for (const char* name : {"rope_scaling", "rope_parameters"}) {
+    if (const nlohmann::json* o = json_object_field(j, name, context)) {
+      for (const auto& [key, v] : o->items()) {
+        rp[key] = v;
+        rp_from[key] = std::string(name) + ".";
+      }
+    }
   }
-  c.rope_theta = num(j, k.rope_theta.hf).value_or(num(rp, "rope_theta").value_or(10000.0));
-  std::string rt = rp.value("rope_type", rp.value("type", std::string("default")));
+  auto rope_num = [&](const char* key) { return num(rp, key, rp_from[key]); };
+  auto rope_str = [&](const char* key) { return json_field<std::string>(rp, key, context, rp_from[key]); };
+  c.rope_theta = num(j, k.rope_theta.hf).value_or(rope_num("rope_theta").value_or(10000.0));
+  const std::string rt = rope_str("rope_type").value_or(rope_str("type").value_or("default"));
   if (rt == "llama3") {
     c.rope_scaling = RopeScaling::Llama3;
-    c.rope_factor = num(rp, "factor").value_or(8.0);
-    c.rope_low_freq_factor = num(rp, "low_freq_factor").value_or(1.0);
-    c.rope_high_freq_factor = num(rp, "high_freq_factor").value_or(4.0);
-    const double omp = num(rp, "original_max_position_embeddings").value_or(8192);
+    c.rope_factor = rope_num("factor").value_or(8.0);
+    c.rope_low_freq_factor = rope_num("low_freq_factor").value_or(1.0);
+    c.rope_high_freq_factor = rope_num("high_freq_factor").value_or(4.0);
+    const double omp = rope_num("original_max_position_embeddings").value_or(8192);
     if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
     c.rope_original_max_position = size_t(omp);
     if (c.rope_low_freq_factor == c.rope_high_freq_factor)
       bad(config_path, "llama3 rope scaling needs low_freq_factor != high_freq_factor");
   } else if (rt == "linear") {
     c.rope_scaling = RopeScaling::Linear;
-    c.rope_factor = num(rp, "factor").value_or(1.0);
+    c.rope_factor = rope_num("factor").value_or(1.0);
   } else if (rt != "default") {
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): rope type '" + rt +
                                             "' is not supported (supported: default, linear, llama3)");
   }
-  c.tie_embeddings = j.value(k.tie_embeddings.hf, false);
+  c.tie_embeddings = json_field_or(j, k.tie_embeddings.hf, false, context);
   // Qwen2 always has q/k/v bias; others say attention_bias (the loader also takes any bias present).
-  c.qkv_bias = row->qkv_bias || j.value(k.attention_bias.hf, false);
+  // Read whatever the family, so a wrong type is an error on every family.
+  const bool attention_bias = json_field_or(j, k.attention_bias.hf, false, context);
+  c.qkv_bias = row->qkv_bias || attention_bias;
   c.qk_norm = row->qk_norm;
   c.rope_interleaved = false;
   if (k.sliding_window.hf) {
     c.sliding_window = size(k.sliding_window.hf, 0);
-  } else if (j.value("use_sliding_window", false)) {
+  } else if (json_field_or(j, "use_sliding_window", false, context)) {
     // Qwen2/3's window applies from layer max_window_layers on; not implemented.
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): use_sliding_window = true is not supported for " +
                                             c.arch_name +
@@ -213,7 +227,7 @@ ModelConfig parse_hf(const std::string& config_path) {
 ModelConfig config_from_hf(const std::string& config_path) {
   try {
     return parse_hf(config_path);
-  } catch (const nlohmann::json::exception& e) {  // a field of the wrong JSON type
+  } catch (const nlohmann::json::exception& e) {  // a read json_fields.hpp does not cover
     bad(config_path, e.what());
   }
 }

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <type_traits>
 
+#include "json_fields.hpp"
 #include "tokenizer_impl.hpp"
 #include "wick/error.hpp"
 #include "wick/gguf.hpp"
@@ -216,26 +216,11 @@ std::string token_content(const json& v) {  // tokenizer_config's "bos_token": "
   return "";
 }
 
-// An optional member of a JSON object read as T, or dflt when absent or null; any other type is an Error
-// naming the key (nlohmann's value() would say only "type must be boolean, but is number").
-template <class T>
-T opt(const json& obj, const char* key, T dflt, const std::string& where, const std::string& path) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return dflt;
-  if constexpr (std::is_same_v<T, bool>) {
-    if (it->is_boolean()) return it->get<bool>();
-    bad(where, path + key + " is " + it->type_name() + ", expected true or false");
-  } else {
-    if (it->is_string()) return it->get<std::string>();
-    bad(where, path + key + " is " + it->type_name() + ", expected a string");
-  }
-}
-
 // The special tokens HF's post-processor puts around a single sequence: {first, last} (-1: none).
 // Recurses through Sequence processors: parse_json_limited bounds the depth.
 void template_ends(const json& pp, const TokenizerData& d, int32_t& first, int32_t& last, const std::string& where) {
   if (!pp.is_object()) return;
-  std::string type = opt<std::string>(pp, "type", "", where, "post_processor.");
+  const std::string type = detail::json_field_or<std::string>(pp, "type", "", "Tokenizer: " + where, "post_processor.");
   if (type == "Sequence" && pp.contains("processors") && pp["processors"].is_array()) {
     for (const auto& p : pp["processors"]) template_ends(p, d, first, last, where);
   } else if (type == "TemplateProcessing" && pp.contains("single") && pp["single"].is_array() &&
@@ -275,12 +260,13 @@ bool mentions_type(const json& j, const std::string& type) {
 
 std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   const std::string where = path.string();
-  const json j = parse_json_limited(read_file(path), "Tokenizer: " + where);
+  const std::string context = "Tokenizer: " + where;  // of the json_field errors
+  const json j = parse_json_limited(read_file(path), context);
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object())
     bad(where, "has no \"model\" object (not a tokenizer.json)");
   const json& m = j["model"];
-  std::string type =
-      opt<std::string>(m, "type", mentions_type(m, "BPE") || m.contains("merges") ? "BPE" : "", where, "model.");
+  const std::string type = detail::json_field_or<std::string>(
+      m, "type", mentions_type(m, "BPE") || m.contains("merges") ? "BPE" : "", context, "model.");
   if (type != "BPE") bad(where, "model.type '" + type + "' is not supported (supported: BPE)");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (m.contains(k) && !m[k].is_null() && !(m[k].is_string() && m[k].get<std::string>().empty()))
@@ -311,8 +297,10 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
           !a["content"].is_string())
         bad(where, "added_tokens[" + std::to_string(i) + "] needs an integer \"id\" and a string \"content\"");
       const std::string at = "added_tokens[" + std::to_string(i) + "].";
-      added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(), opt(a, "special", false, where, at),
-                       opt(a, "lstrip", false, where, at), opt(a, "rstrip", false, where, at)});
+      added.push_back({a["id"].get<int64_t>(), a["content"].get<std::string>(),
+                       detail::json_field_or(a, "special", false, context, at),
+                       detail::json_field_or(a, "lstrip", false, context, at),
+                       detail::json_field_or(a, "rstrip", false, context, at)});
     }
   }
   int64_t max_id = -1;
@@ -330,7 +318,7 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
   const size_t n = static_cast<size_t>(max_id) + 1;
   d->tokens.assign(n, std::string());
   d->attrs.assign(n, kAttrUnused);  // ids no entry names stay unused
-  const bool byte_fallback = opt(m, "byte_fallback", false, where, "model.");
+  const bool byte_fallback = detail::json_field_or(m, "byte_fallback", false, context, "model.");
   for (const auto& [id, tok] : entries) {
     d->tokens[id] = tok;
     bool is_byte = byte_fallback && tok.size() == 6 && tok.compare(0, 3, "<0x") == 0 && tok[5] == '>';
@@ -368,7 +356,7 @@ std::shared_ptr<TokenizerData> from_json(const std::filesystem::path& path) {
       d->bpe_ranks.emplace(l + '\xff' + r, static_cast<int32_t>(i));
     }
   }
-  d->ignore_merges = opt(m, "ignore_merges", false, where, "model.");
+  d->ignore_merges = detail::json_field_or(m, "ignore_merges", false, context, "model.");
   if (m.contains("unk_token") && m["unk_token"].is_string()) d->unk = d->lookup(m["unk_token"].get<std::string>());
 
   const json pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : json();
