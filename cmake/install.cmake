@@ -68,6 +68,20 @@ string(REGEX REPLACE "/$" "" WICK_PC_UP "${WICK_PC_UP}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/wick.pc.in ${PROJECT_BINARY_DIR}/wick.pc @ONLY)
 # The LLM runtime is a second package (Requires: wick) rather than a second -l in wick.pc, so a
 # program that uses only tensors links only libwick, as with the CMake targets wick::wick / wick::llm.
+# libwick_llm's own dependency (PCRE2), by the same rule as libwick's.
+get_filename_component(WICK_PCRE2_DIR "${WICK_PCRE2_LIB}" DIRECTORY)
+set(wick_llm_pc_deps "")
+if(NOT WICK_PCRE2_DIR IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+  string(APPEND wick_llm_pc_deps " -L${WICK_PCRE2_DIR}")
+endif()
+string(APPEND wick_llm_pc_deps " -lpcre2-8")
+if(BUILD_SHARED_LIBS)
+  set(WICK_LLM_PC_LIBS "")
+  set(WICK_LLM_PC_LIBS_PRIVATE "${wick_llm_pc_deps}")
+else()
+  set(WICK_LLM_PC_LIBS "${wick_llm_pc_deps}")
+  set(WICK_LLM_PC_LIBS_PRIVATE "")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/wick-llm.pc.in ${PROJECT_BINARY_DIR}/wick-llm.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/wick.pc ${PROJECT_BINARY_DIR}/wick-llm.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
