@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <tuple>
 #include <unordered_map>
 
 #include "tokenizer_impl.hpp"
@@ -91,6 +92,7 @@ int parse_byte_token(const std::string& t) {  // "<0xAB>" -> 0xAB, else -1
 struct Symbol {
   int prev, next;
   size_t off, n;
+  int32_t id = -1;  // BPE: the symbol's token id, -1 when its text is not a token
 };
 
 // Splits a text into UTF-8 characters (a truncated last sequence is kept whole).
@@ -226,8 +228,8 @@ class CandidateQueue {
 
 // Repeatedly merges the adjacent pair of symbols of lowest priority (ties: leftmost first), as llama.cpp's
 // tokenizers do; prio(l, r) is the pair's priority, or -1 when it does not merge.
-template <class Prio>
-void merge_symbols(std::vector<Symbol>& syms, Prio&& prio) {
+template <class Prio, class Joined>
+void merge_symbols(std::vector<Symbol>& syms, Prio&& prio, Joined&& joined) {
   CandidateQueue queue(syms.size());
   auto try_add = [&](int l, int r) {
     if (l < 0 || r < 0) return;
@@ -241,6 +243,7 @@ void merge_symbols(std::vector<Symbol>& syms, Prio&& prio) {
     Symbol& r = syms[c.right];
     // Symbols keep their start offset, so equal lengths mean equal text: the pair is still current.
     if (l.n != c.ln || r.n != c.rn || l.next != c.right) continue;
+    joined(l, r);
     l.n += r.n;
     r.n = 0;
     l.next = r.next;
@@ -254,13 +257,20 @@ void merge_symbols(std::vector<Symbol>& syms, Prio&& prio) {
 // token (ties: leftmost first).
 void spm_merge(const TokenizerData& d, std::string_view text, std::vector<int32_t>& out) {
   std::vector<Symbol> syms = split_chars(text);
-  merge_symbols(syms, [&](const Symbol& l, const Symbol& r) -> int32_t {
-    const int32_t id = d.lookup(text.substr(l.off, l.n + r.n));
-    return id < 0 ? -1 : d.score_rank[id];
-  });
+  for (Symbol& s : syms) s.id = d.lookup(text.substr(s.off, s.n));
+  merge_symbols(
+      syms,
+      [&](const Symbol& l, const Symbol& r) -> int32_t {
+        if (l.id >= 0 && r.id >= 0) return d.pair_merge(l.id, r.id).rank;
+        const int32_t id = d.lookup(text.substr(l.off, l.n + r.n));
+        return id < 0 ? -1 : d.score_rank[id];
+      },
+      [&](Symbol& l, const Symbol& r) {  // before l takes r's text
+        l.id = l.id >= 0 && r.id >= 0 ? d.pair_merge(l.id, r.id).result : d.lookup(text.substr(l.off, l.n + r.n));
+      });
   for (int i = syms.empty() ? -1 : 0; i != -1; i = syms[i].next) {
     std::string_view s = text.substr(syms[i].off, syms[i].n);
-    int32_t id = d.lookup(s);
+    const int32_t id = syms[i].id;
     if (id >= 0) {
       out.push_back(id);
     } else {
@@ -276,11 +286,19 @@ void spm_tokenize(const TokenizerData& d, std::string_view text, std::vector<int
 // BPE over one pre-token: merge the adjacent pair of lowest merge rank (ties: leftmost first).
 void bpe_merge(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
   std::vector<Symbol> syms = split_chars(word);
+  for (Symbol& s : syms) s.id = d.lookup(word.substr(s.off, s.n));
   merge_symbols(
-      syms, [&](const Symbol& l, const Symbol& r) { return d.rank(word.substr(l.off, l.n), word.substr(r.off, r.n)); });
+      syms,
+      [&](const Symbol& l, const Symbol& r) {
+        if (l.id >= 0 && r.id >= 0) return d.pair_merge(l.id, r.id).rank;
+        return d.rank(word.substr(l.off, l.n), word.substr(r.off, r.n));
+      },
+      [&](Symbol& l, const Symbol& r) {  // before l takes r's text
+        l.id = l.id >= 0 && r.id >= 0 ? d.pair_merge(l.id, r.id).result : d.lookup(word.substr(l.off, l.n + r.n));
+      });
   for (int i = 0; i != -1; i = syms[i].next) {
     std::string_view s = word.substr(syms[i].off, syms[i].n);
-    int32_t id = d.lookup(s);
+    const int32_t id = syms[i].id;
     if (id >= 0) {
       out.push_back(id);
     } else if (!d.byte_level) {
@@ -295,7 +313,26 @@ void bpe_merge(const TokenizerData& d, std::string_view word, std::vector<int32_
   }
 }
 
-void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out) {
+// The tokens of the pre-tokens seen so far in one encode call: a text's words repeat, and a word's tokens do not
+// depend on its neighbours (Hugging Face tokenizers' BPE keeps such a cache too). Bounded in words and in bytes a
+// word, so its memory stays small whatever the text.
+class WordCache {
+ public:
+  static constexpr size_t kMaxWords = 16384;
+  static constexpr size_t kMaxWordBytes = 48;
+  const std::vector<int32_t>* find(std::string_view w) const {
+    auto it = map_.find(w);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  void put(std::string_view w, const int32_t* ids, size_t n) {
+    if (w.size() <= kMaxWordBytes && map_.size() < kMaxWords) map_.emplace(std::string(w), std::vector<int32_t>(ids, ids + n));
+  }
+
+ private:
+  std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> map_;
+};
+
+void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t>& out, WordCache& cache) {
   if (word.empty()) return;
   if (d.ignore_merges) {
     int32_t id = d.lookup(word);
@@ -304,7 +341,16 @@ void bpe_word(const TokenizerData& d, std::string_view word, std::vector<int32_t
       return;
     }
   }
+  const bool cacheable = word.size() <= WordCache::kMaxWordBytes;
+  if (cacheable) {
+    if (const std::vector<int32_t>* ids = cache.find(word)) {
+      out.insert(out.end(), ids->begin(), ids->end());
+      return;
+    }
+  }
+  const size_t first = out.size();
   for_each_chunk(d, word, [&](std::string_view chunk) { bpe_merge(d, chunk, out); });
+  if (cacheable) cache.put(word, out.data() + first, out.size() - first);
 }
 
 struct Fragment {
@@ -471,6 +517,47 @@ void TokenizerData::finalize() {
   std::stable_sort(special_cache.begin(), special_cache.end(),
                    [&](int32_t a, int32_t b) { return tokens[a].size() > tokens[b].size(); });
 
+  // The id-keyed merge table. BPE: every merge whose two parts are tokens (the others stay in bpe_ranks only).
+  // SPM: every split of a token into two tokens, ranked by the token's score.
+  pair_keys.clear();
+  pair_vals.clear();
+  {
+    std::vector<std::tuple<int32_t, int32_t, PairMerge>> pairs;
+    if (kind == TokKind::Bpe) {
+      for (const auto& [key, rank] : bpe_ranks) {
+        const size_t sep = key.find('\xff');
+        if (key.find('\xff', sep + 1) != std::string::npos) continue;  // a part holding 0xFF: the split is unclear
+        const int32_t a = lookup(std::string_view(key).substr(0, sep)), b = lookup(std::string_view(key).substr(sep + 1));
+        if (a >= 0 && b >= 0) pairs.emplace_back(a, b, PairMerge{rank, lookup(key.substr(0, sep) + key.substr(sep + 1))});
+      }
+    } else {
+      for (const std::string& t : tokens) {
+        const int32_t id = lookup(t);
+        for (size_t p = utf8_len(static_cast<unsigned char>(t[0])); p < t.size();
+             p += utf8_len(static_cast<unsigned char>(t[p]))) {
+          const int32_t a = lookup(std::string_view(t).substr(0, p)), b = lookup(std::string_view(t).substr(p));
+          if (a >= 0 && b >= 0) pairs.emplace_back(a, b, PairMerge{score_rank[id], id});
+        }
+      }
+    }
+    if (!pairs.empty()) {
+      size_t cap = 16;
+      while (cap < 2 * pairs.size()) cap *= 2;
+      pair_shift = 64 - static_cast<unsigned>(__builtin_ctzll(cap));
+      pair_keys.assign(cap, kNoPair);
+      pair_vals.assign(cap, PairMerge{});
+      for (const auto& [a, b, v] : pairs) {
+        const uint64_t k = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+        size_t i = (k * 0x9E3779B97F4A7C15ull) >> pair_shift;
+        while (pair_keys[i] != kNoPair && pair_keys[i] != k) i = (i + 1) & (cap - 1);
+        if (pair_keys[i] == kNoPair) {  // SPM: the same two tokens join into one text, so the first entry holds
+          pair_keys[i] = k;
+          pair_vals[i] = v;
+        }
+      }
+    }
+  }
+
   // SPM merges only into tokens; BPE into a merge's left + right, which need not be a token.
   joinable.assign(kJoinableBits / 64, 0);
   if (kind == TokKind::Spm) {
@@ -525,6 +612,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     out.push_back(d.bos);
   }
   bool prev_special = true;  // SPM: a space before the first text fragment and after special tokens
+  WordCache cache;
   for (const Fragment& f : frags) {
     if (f.token >= 0) {
       out.push_back(f.token);
@@ -552,7 +640,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     }
     // A byte-level vocabulary whose pre-tokenizer does not map bytes (none, or a plain Split): map them here.
     const bool map_bytes = d.byte_level && !d.pre_tok.byte_level();
-    for (const std::string& w : words) bpe_word(d, map_bytes ? byte_level_encode(w) : w, out);
+    for (const std::string& w : words) bpe_word(d, map_bytes ? byte_level_encode(w) : w, out, cache);
   }
   if (add_special && d.add_eos) {
     if (d.eos < 0)

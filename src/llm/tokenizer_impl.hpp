@@ -74,6 +74,24 @@ struct TokenizerData {
     return it == token_to_id.end() ? -1 : it->second;
   }
   int32_t rank(std::string_view a, std::string_view b) const;
+  // Merges keyed by the two tokens' ids: the rank (BPE: the merge's; SPM: the joined token's score rank) and
+  // the id of the result (-1 when left + right is not a token). An open-addressing table: hashing two ids
+  // instead of the joined text made tokenizing 2-3x faster (bench_tokenize, qwen2 vocabulary).
+  struct PairMerge {
+    int32_t rank = -1, result = -1;
+  };
+  PairMerge pair_merge(int32_t a, int32_t b) const {
+    if (pair_keys.empty()) return {};
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+    for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> pair_shift;; i = (i + 1) & (pair_keys.size() - 1)) {
+      if (pair_keys[i] == key) return pair_vals[i];
+      if (pair_keys[i] == kNoPair) return {};
+    }
+  }
+  static constexpr uint64_t kNoPair = ~uint64_t{0};
+  std::vector<uint64_t> pair_keys;
+  std::vector<PairMerge> pair_vals;
+  unsigned pair_shift = 64;
   int32_t byte_token(uint8_t b) const;  // the token for one byte (<0xXX>, or its GPT-2 char), -1 if none
 
   // Fills token_to_id, special_cache, eog, pieces and joinable once tokens/attrs/ids/merges are set.
