@@ -11,6 +11,7 @@
 // (GPT-2 byte-level form, e.g. "Ġworld"), ready for vocab lookup; otherwise they are raw UTF-8 text (Metaspace
 // pieces use its replacement character, e.g. "▁Hello").
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -67,6 +68,9 @@ struct PreTokenizer {
 // Splits text (UTF-8; invalid bytes are kept as they are) into pieces. first_section: whether text starts the input
 // (Metaspace's prepend_scheme "first" prepends only there).
 std::vector<std::string> pre_tokenize(const PreTokenizer& p, std::string_view text, bool first_section = true);
+// The same pieces, handed to f one by one as they are made (a long text's pieces never all held at once).
+void pre_tokenize_each(const PreTokenizer& p, std::string_view text, bool first_section,
+                       const std::function<void(std::string_view)>& f);
 
 struct NormalizerStep {
   enum class Kind { NFC, NFD, Lowercase, Prepend, Replace, Strip };

@@ -401,14 +401,22 @@ std::string replace_invalid(std::string_view text, std::vector<size_t>& at) {
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
-  if (prog_->special != Program::Special::None) return special_matches(prog_->special, text);
+  std::vector<std::pair<size_t, size_t>> out;
+  for_each_match(text, [&](size_t b, size_t e) { out.emplace_back(b, e); });
+  return out;
+}
+
+void Regex::for_each_match(std::string_view text, const std::function<void(size_t, size_t)>& f) const {
+  if (prog_->special != Program::Special::None) {
+    for (const auto& [b, e] : special_matches(prog_->special, text)) f(b, e);
+    return;
+  }
   MatchState& ms = match_state();
   const pcre2_code* code = prog_->code.get();
   std::string fixed;
   std::vector<size_t> at;  // empty unless text had invalid UTF-8
   std::string_view subject = text;
   uint32_t check = 0;  // the first call checks the UTF-8 (PCRE2's own rules); later calls skip it
-  std::vector<std::pair<size_t, size_t>> out;
   size_t pos = 0, last_end = std::string_view::npos;
   uint64_t budget = kStepsBase + kStepsPerByte * static_cast<uint64_t>(text.size());
   while (pos <= subject.size()) {
@@ -447,7 +455,11 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
       pos = b + utf8_len_at(subject, b);
       continue;
     }
-    out.emplace_back(b, e);
+    if (at.empty()) {
+      f(b, e);
+    } else {
+      f(at[b], at[e]);
+    }
     last_end = e;
     if (e > b) {
       pos = e;
@@ -457,9 +469,6 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
       break;
     }
   }
-  if (!at.empty())
-    for (auto& [b, e] : out) b = at[b], e = at[e];
-  return out;
 }
 
 std::vector<std::pair<size_t, size_t>> find_all(std::string_view pattern, std::string_view text) {

@@ -15,6 +15,7 @@
 // (Oniguruma's are other Unicode sets), \h \H (hex digits in Oniguruma), \Q \E, inline flags other than i.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +33,8 @@ class Regex {
   // (a split at that point), but never at the end of the previous match, and the search always moves forward.
   // Each byte of an invalid UTF-8 sequence is matched as one U+FFFD (a symbol, So) of one byte.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
+  // The same matches, handed to f(begin, end) in order as they are found (no vector of them all).
+  void for_each_match(std::string_view text, const std::function<void(size_t, size_t)>& f) const;
 
   // Backtracking budget per find_all call, in PCRE2's match-limit units: kStepsBase + kStepsPerByte * length.
   // Exceeding it is a wick::Error (catastrophic or quadratic backtracking), never a hang. Each match attempt

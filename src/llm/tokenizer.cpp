@@ -632,15 +632,14 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     }
     if (d.escape_whitespace) replace_all(s, " ", kSpace);
     // Metaspace's prepend_scheme "first" prepends only to the text that starts the input.
-    std::vector<std::string> words;
-    if (!d.pre_tok.empty()) {
-      words = pre_tokenize(d.pre_tok, s, f.off == 0);
-    } else if (!s.empty()) {
-      words.push_back(std::move(s));
-    }
     // A byte-level vocabulary whose pre-tokenizer does not map bytes (none, or a plain Split): map them here.
     const bool map_bytes = d.byte_level && !d.pre_tok.byte_level();
-    for (const std::string& w : words) bpe_word(d, map_bytes ? byte_level_encode(w) : w, out, cache);
+    auto word = [&](std::string_view w) { bpe_word(d, map_bytes ? std::string_view(byte_level_encode(w)) : w, out, cache); };
+    if (!d.pre_tok.empty()) {
+      pre_tokenize_each(d.pre_tok, s, f.off == 0, word);
+    } else if (!s.empty()) {
+      word(s);
+    }
   }
   if (add_special && d.add_eos) {
     if (d.eos < 0)
