@@ -89,21 +89,28 @@ int parse_byte_token(const std::string& t) {  // "<0xAB>" -> 0xAB, else -1
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
+// 20 bytes: a 10 MB piece of one repeated character is ten million of them, and their memory's page faults
+// showed in bench_tokenize's profile.
 struct Symbol {
   int prev, next;
-  size_t off, n;
-  int32_t id = -1;  // BPE: the symbol's token id, -1 when its text is not a token
+  uint32_t off, n;  // split_chars refuses pieces of 2 GiB or more
+  int32_t id = -1;  // the symbol's token id, -1 when its text is not a token
 };
 
 // Splits a text into UTF-8 characters (a truncated last sequence is kept whole).
 std::vector<Symbol> split_chars(std::string_view text) {
+  if (text.size() >= (size_t{1} << 31))
+    throw Error(ErrorKind::Argument,
+                "Tokenizer::encode: a piece of " + std::to_string(text.size()) +
+                    " bytes that no pre-tokenizer rule splits (at most 2 GiB); encode the text in parts");
   std::vector<Symbol> syms;
   syms.reserve(text.size());
   size_t off = 0;
   int index = 0;
   while (off < text.size()) {
     size_t n = std::min(utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
-    syms.push_back({index - 1, off + n == text.size() ? -1 : index + 1, off, n});
+    syms.push_back(
+        {index - 1, off + n == text.size() ? -1 : index + 1, static_cast<uint32_t>(off), static_cast<uint32_t>(n)});
     off += n;
     ++index;
   }
@@ -234,7 +241,7 @@ void merge_symbols(std::vector<Symbol>& syms, Prio&& prio, Joined&& joined) {
   auto try_add = [&](int l, int r) {
     if (l < 0 || r < 0) return;
     const int32_t p = prio(syms[l], syms[r]);
-    if (p >= 0) queue.push({l, r, p, static_cast<uint32_t>(syms[l].n), static_cast<uint32_t>(syms[r].n)});
+    if (p >= 0) queue.push({l, r, p, syms[l].n, syms[r].n});
   };
   for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
   while (!queue.empty()) {
@@ -325,7 +332,8 @@ class WordCache {
     return it == map_.end() ? nullptr : &it->second;
   }
   void put(std::string_view w, const int32_t* ids, size_t n) {
-    if (w.size() <= kMaxWordBytes && map_.size() < kMaxWords) map_.emplace(std::string(w), std::vector<int32_t>(ids, ids + n));
+    if (w.size() <= kMaxWordBytes && map_.size() < kMaxWords)
+      map_.emplace(std::string(w), std::vector<int32_t>(ids, ids + n));
   }
 
  private:
@@ -527,8 +535,10 @@ void TokenizerData::finalize() {
       for (const auto& [key, rank] : bpe_ranks) {
         const size_t sep = key.find('\xff');
         if (key.find('\xff', sep + 1) != std::string::npos) continue;  // a part holding 0xFF: the split is unclear
-        const int32_t a = lookup(std::string_view(key).substr(0, sep)), b = lookup(std::string_view(key).substr(sep + 1));
-        if (a >= 0 && b >= 0) pairs.emplace_back(a, b, PairMerge{rank, lookup(key.substr(0, sep) + key.substr(sep + 1))});
+        const int32_t a = lookup(std::string_view(key).substr(0, sep)),
+                      b = lookup(std::string_view(key).substr(sep + 1));
+        if (a >= 0 && b >= 0)
+          pairs.emplace_back(a, b, PairMerge{rank, lookup(key.substr(0, sep) + key.substr(sep + 1))});
       }
     } else {
       for (const std::string& t : tokens) {
@@ -634,7 +644,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     // Metaspace's prepend_scheme "first" prepends only to the text that starts the input.
     // A byte-level vocabulary whose pre-tokenizer does not map bytes (none, or a plain Split): map them here.
     const bool map_bytes = d.byte_level && !d.pre_tok.byte_level();
-    auto word = [&](std::string_view w) { bpe_word(d, map_bytes ? std::string_view(byte_level_encode(w)) : w, out, cache); };
+    auto word = [&](std::string_view w) {
+      bpe_word(d, map_bytes ? std::string_view(byte_level_encode(w)) : w, out, cache);
+    };
     if (!d.pre_tok.empty()) {
       pre_tokenize_each(d.pre_tok, s, f.off == 0, word);
     } else if (!s.empty()) {
