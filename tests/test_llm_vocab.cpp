@@ -152,7 +152,8 @@ TEST(VocabRoundTrip, Qwen2CodePoints) {
 // space by design) and the space (escaped to E2 96 81 before splitting, so a truncated sequence in front
 // swallows part of it: llama.cpp's SPM does the same). llama-bpe cleans up spaces on decode.
 // llama.cpp's rule for invalid UTF-8 before BPE pre-tokenization (unicode_cpts_from_utf8): a lead byte
-// followed by its continuation bytes is one character; any other byte becomes U+FFFD.
+// followed by its continuation bytes is one character, an overlong one written back the short way
+// (llama-tokenize gives "/" for C0 AF); any other byte becomes U+FFFD.
 std::string llamacpp_replace_invalid(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
@@ -169,7 +170,20 @@ std::string llamacpp_replace_invalid(const std::string& s) {
     bool ok = n > 0 && i + n <= s.size();
     for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
     if (ok) {
-      out.append(s, i, n);
+      uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+      for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+      if (n == 2 && cp < 0x80) {
+        out += static_cast<char>(cp);
+      } else if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x800)) {
+        out += static_cast<char>(cp < 0x80 ? cp : 0xC0 | (cp >> 6));
+        if (cp >= 0x80) out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else if (n == 4 && cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else {
+        out.append(s, i, n);
+      }
       i += n;
     } else {
       out += "\xEF\xBF\xBD";
@@ -208,6 +222,26 @@ TEST(VocabInvalidUtf8, ReplacedAsLlamaCpp) {
                                   false)),
             "a\xff"
             "b");
+}
+
+// SentencePiece on invalid UTF-8 takes as many bytes as the lead byte's high four bits say (0xF8-0xFF: four),
+// then falls back to bytes where that is no token. Expected ids: llama.cpp's llama-tokenize --ids on
+// ggml-vocab-llama-spm.gguf, on each text as a file (bench/tokenize_vs_llamacpp.sh runs the same comparison).
+TEST(VocabInvalidUtf8, SentencePieceSplitsAsLlamaCpp) {
+  Tokenizer spm = Tokenizer::load(kDir + "ggml-vocab-llama-spm.gguf");
+  const std::pair<std::string, std::vector<int32_t>> cases[] = {
+      {"a\xff" "b c", {1, 263, 258, 101, 229, 153, 132, 29883}},
+      {"x\xf8" "yz\xfe", {1, 921, 251, 124, 125, 257}},
+      {"\xe4\xb8 q", {1, 29871, 231, 187, 229, 153, 132, 29939}},
+      {"ab\xc3", {1, 633, 198}},
+  };
+  for (const auto& [text, want] : cases) EXPECT_EQ(spm.encode(text, true), want) << text;
+  // Byte-level BPE: overlong forms are the code point they spell (llama-tokenize on ggml-vocab-qwen2.gguf).
+  Tokenizer bpe = Tokenizer::load(kDir + "ggml-vocab-qwen2.gguf");
+  EXPECT_EQ(bpe.encode("\xc0\xaf", false), (std::vector<int32_t>{14}));                 // "/"
+  EXPECT_EQ(bpe.encode("\xf0\x80\x80\xaf", false), (std::vector<int32_t>{14}));
+  EXPECT_EQ(bpe.encode("ok \xc1\xbf end", false), (std::vector<int32_t>{562, 220, 221, 835}));
+  EXPECT_EQ(bpe.encode("\xf0\x8d\xa0\x80", false), (std::vector<int32_t>{169, 63219}));  // a surrogate's bytes
 }
 
 TEST(VocabRoundTrip, RandomBytes) {

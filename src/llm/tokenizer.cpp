@@ -35,7 +35,7 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
   s.swap(out);
 }
 
-// Length of the UTF-8 sequence a lead byte starts (1 for continuation/invalid bytes, as llama.cpp).
+// Length of the UTF-8 sequence a lead byte starts (1 for continuation/invalid bytes).
 size_t utf8_len(unsigned char c) {
   if (c < 0x80) return 1;
   if ((c & 0xE0) == 0xC0) return 2;
@@ -44,35 +44,66 @@ size_t utf8_len(unsigned char c) {
   return 1;
 }
 
+// The bytes llama.cpp's tokenizers take as one character at a lead byte (unicode_len_utf8: by its high four
+// bits, so 0xF8-0xFF start 4 bytes), which decides where SentencePiece's byte fallback falls on invalid UTF-8:
+// "a\xffb c" with llama-spm is <0xFF> <0x62> <0x20> <0x63> as llama-tokenize gives, not <0xFF> "b" "\u2581c".
+size_t char_len(unsigned char c) {
+  static constexpr uint8_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return kLen[c >> 4];
+}
+
 // Each byte that does not start a complete UTF-8 sequence becomes U+FFFD, as llama.cpp's
 // unicode_cpts_from_utf8 does before its BPE pre-tokenizer (a lead byte with its continuation bytes is
-// taken whole, without checks for overlong forms or surrogates, as there).
+// taken whole, without checks for surrogates or code points past U+10FFFF, as there). An overlong form
+// becomes the code point it spells, written the short way, as llama.cpp's decode and re-encode give
+// ("\xc0\xaf" is "/"); a code point past U+10FFFF keeps its bytes (llama-tokenize aborts on it).
 void replace_invalid_utf8(std::string& s) {
   auto cont = [&](size_t i) { return i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; };
-  size_t i = 0;
-  for (; i < s.size(); ++i) {  // most text is valid: copy only from the first invalid byte on
+  // The sequence's length at i, 0 when invalid; cp: the code point it spells.
+  auto sequence = [&](size_t i, uint32_t& cp) -> size_t {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool ok = n > 0;
-    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
-    if (!ok) break;
+    cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+    for (size_t k = 1; k < n; ++k) {
+      if (!cont(i + k)) return 0;
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    return n;
+  };
+  auto shortest = [](uint32_t cp) -> size_t { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; };
+  size_t i = 0;
+  uint32_t cp = 0;
+  for (; i < s.size(); ++i) {  // most text is valid: copy only from the first invalid or overlong sequence on
+    const size_t n = sequence(i, cp);
+    if (n == 0 || shortest(cp) < n) break;
     i += n - 1;
   }
   if (i == s.size()) return;
   std::string out(s, 0, i);
   out.reserve(s.size() + 16);
   while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool ok = n > 0;
-    for (size_t k = 1; ok && k < n; ++k) ok = cont(i + k);
-    if (ok) {
-      out.append(s, i, n);
-      i += n;
-    } else {
+    const size_t n = sequence(i, cp);
+    if (n == 0) {
       out += "\xEF\xBF\xBD";
       ++i;
+      continue;
     }
+    const size_t m = shortest(cp);
+    if (m < n) {  // overlong: the code point's own bytes (a surrogate stays a surrogate, as in llama.cpp)
+      if (m == 1) {
+        out += static_cast<char>(cp);
+      } else if (m == 2) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      }
+    } else {
+      out.append(s, i, n);
+    }
+    i += n;
   }
   s.swap(out);
 }
@@ -108,7 +139,7 @@ std::vector<Symbol> split_chars(std::string_view text) {
   size_t off = 0;
   int index = 0;
   while (off < text.size()) {
-    size_t n = std::min(utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
+    size_t n = std::min(char_len(static_cast<unsigned char>(text[off])), text.size() - off);
     syms.push_back(
         {index - 1, off + n == text.size() ? -1 : index + 1, static_cast<uint32_t>(off), static_cast<uint32_t>(n)});
     off += n;
@@ -131,9 +162,9 @@ void emit_bytes(const TokenizerData& d, std::string_view s, std::vector<int32_t>
 template <class F>
 void for_each_chunk(const TokenizerData& d, std::string_view text, F&& f) {
   size_t start = 0, prev = 0;
-  size_t off = text.empty() ? 0 : std::min(utf8_len(static_cast<unsigned char>(text[0])), text.size());
+  size_t off = text.empty() ? 0 : std::min(char_len(static_cast<unsigned char>(text[0])), text.size());
   while (off < text.size()) {
-    const size_t n = std::min(utf8_len(static_cast<unsigned char>(text[off])), text.size() - off);
+    const size_t n = std::min(char_len(static_cast<unsigned char>(text[off])), text.size() - off);
     if (!d.may_join(text.substr(prev, off - prev), text.substr(off, n))) {
       f(text.substr(start, off - start));
       start = off;
@@ -433,7 +464,7 @@ namespace {
 constexpr size_t kJoinableBits = size_t(1) << 21;  // 256 KB: a few bits per pair of the largest vocabularies
 
 size_t pair_bit(std::string_view a, std::string_view b) {
-  // A character is at most 4 bytes here (utf8_len); the pair packs into 64 bits.
+  // A character is at most 4 bytes here (char_len); the pair packs into 64 bits.
   uint64_t x = 0;
   for (char c : a) x = (x << 8) | static_cast<unsigned char>(c);
   for (char c : b) x = (x << 8) | static_cast<unsigned char>(c);
@@ -444,9 +475,9 @@ size_t pair_bit(std::string_view a, std::string_view b) {
 
 // Marks every adjacent character pair inside s.
 void mark_pairs(std::vector<uint64_t>& bits, std::string_view s) {
-  size_t prev = 0, off = s.empty() ? 0 : std::min(utf8_len(static_cast<unsigned char>(s[0])), s.size());
+  size_t prev = 0, off = s.empty() ? 0 : std::min(char_len(static_cast<unsigned char>(s[0])), s.size());
   while (off < s.size()) {
-    const size_t n = std::min(utf8_len(static_cast<unsigned char>(s[off])), s.size() - off);
+    const size_t n = std::min(char_len(static_cast<unsigned char>(s[off])), s.size() - off);
     const size_t bit = pair_bit(s.substr(prev, off - prev), s.substr(off, n));
     bits[bit >> 6] |= uint64_t(1) << (bit & 63);
     prev = off;
@@ -543,8 +574,8 @@ void TokenizerData::finalize() {
     } else {
       for (const std::string& t : tokens) {
         const int32_t id = lookup(t);
-        for (size_t p = utf8_len(static_cast<unsigned char>(t[0])); p < t.size();
-             p += utf8_len(static_cast<unsigned char>(t[p]))) {
+        for (size_t p = char_len(static_cast<unsigned char>(t[0])); p < t.size();
+             p += char_len(static_cast<unsigned char>(t[p]))) {
           const int32_t a = lookup(std::string_view(t).substr(0, p)), b = lookup(std::string_view(t).substr(p));
           if (a >= 0 && b >= 0) pairs.emplace_back(a, b, PairMerge{score_rank[id], id});
         }
