@@ -43,7 +43,13 @@ done
   -lpcre2-8 -lopenblas -lpthread -o "$out/$target/fuzz_$target"
 for s in "${seeds[@]}"; do
   # Seeds above libFuzzer's -max_len would be cut; the big GGUFs are left to the small ones.
-  [ -f "$s" ] && [ "$(stat -c %s "$s")" -le 262144 ] && cp "$s" "$out/$target/corpus/seed-$(echo "${s#$root/}" | tr / _)"
+  [ -f "$s" ] && [ "$(stat -c %s "$s")" -le 262144 ] || continue
+  seed="$out/$target/corpus/seed-$(echo "${s#$root/}" | tr / _)"
+  if [ "$target" = tokenizer_json ]; then  # the input's first line is the text to tokenize
+    { printf 'Hello world, 123 h\xc3\xa9llo <s> \xe4\xb8\x80!\n'; cat "$s"; } >"$seed"
+  else
+    cp "$s" "$seed"
+  fi
 done
 limit=(-runs="$runs")
 [ -n "${MAX_TIME:-}" ] && limit=(-max_total_time="$MAX_TIME")
