@@ -34,8 +34,9 @@ struct Case {
 };
 
 // As test-tokenizer-0.cpp's read_tests: inputs split on "\n__ggml_vocab_test__\n", one .out line each.
-std::vector<Case> read_cases(const std::string& vocab) {
-  const std::string raw = slurp(kDir + vocab + ".inp");
+std::vector<Case> read_cases(const std::string& inp, const std::string& outp) {
+  const std::string vocab = outp;
+  const std::string raw = slurp(kDir + inp);
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> inputs;
   size_t pos = 0;
@@ -48,7 +49,7 @@ std::vector<Case> read_cases(const std::string& vocab) {
     inputs.push_back(raw.substr(pos, next - pos));
     pos = next + sep.size();
   }
-  std::istringstream out(slurp(kDir + vocab + ".out"));
+  std::istringstream out(slurp(kDir + outp));
   std::vector<Case> cases;
   std::string line;
   size_t i = 0;
@@ -65,6 +66,8 @@ std::vector<Case> read_cases(const std::string& vocab) {
   return cases;
 }
 
+std::vector<Case> read_cases(const std::string& vocab) { return read_cases(vocab + ".inp", vocab + ".out"); }
+
 std::string join(const std::vector<int32_t>& v) {
   std::string s;
   for (int32_t x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
@@ -73,11 +76,7 @@ std::string join(const std::vector<int32_t>& v) {
 
 class VocabParity : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(VocabParity, EncodesLikeLlamaCpp) {
-  const std::string vocab = GetParam();
-  Tokenizer tok = Tokenizer::load(kDir + vocab);
-  std::vector<Case> cases = read_cases(vocab);
-  ASSERT_GT(cases.size(), 10u);
+void expect_llama_ids(const Tokenizer& tok, const std::string& vocab, const std::vector<Case>& cases) {
   size_t failed = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     std::vector<int32_t> got = tok.encode(cases[i].text, /*add_special=*/false, /*parse_special=*/false);
@@ -88,6 +87,24 @@ TEST_P(VocabParity, EncodesLikeLlamaCpp) {
     }
   }
   EXPECT_EQ(failed, 0u) << "of " << cases.size() << " cases";
+}
+
+TEST_P(VocabParity, EncodesLikeLlamaCpp) {
+  const std::string vocab = GetParam();
+  Tokenizer tok = Tokenizer::load(kDir + vocab);
+  std::vector<Case> cases = read_cases(vocab);
+  ASSERT_GT(cases.size(), 10u);
+  expect_llama_ids(tok, vocab, cases);
+}
+
+// Pieces of hundreds to thousands of characters (runs of one character or pattern), which the tokenizer merges
+// with its bucketed queue instead of a heap: llama-tokenize's ids, written by gen_long_runs.sh.
+TEST_P(VocabParity, LongRunsLikeLlamaCpp) {
+  const std::string vocab = GetParam();
+  Tokenizer tok = Tokenizer::load(kDir + vocab);
+  std::vector<Case> cases = read_cases("long-runs.inp", "long-runs." + vocab.substr(0, vocab.size() - 5) + ".out");
+  ASSERT_EQ(cases.size(), 24u);
+  expect_llama_ids(tok, vocab, cases);
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, VocabParity,
@@ -230,15 +247,19 @@ TEST(VocabInvalidUtf8, ReplacedAsLlamaCpp) {
 TEST(VocabInvalidUtf8, SentencePieceSplitsAsLlamaCpp) {
   Tokenizer spm = Tokenizer::load(kDir + "ggml-vocab-llama-spm.gguf");
   const std::pair<std::string, std::vector<int32_t>> cases[] = {
-      {"a\xff" "b c", {1, 263, 258, 101, 229, 153, 132, 29883}},
-      {"x\xf8" "yz\xfe", {1, 921, 251, 124, 125, 257}},
+      {"a\xff"
+       "b c",
+       {1, 263, 258, 101, 229, 153, 132, 29883}},
+      {"x\xf8"
+       "yz\xfe",
+       {1, 921, 251, 124, 125, 257}},
       {"\xe4\xb8 q", {1, 29871, 231, 187, 229, 153, 132, 29939}},
       {"ab\xc3", {1, 633, 198}},
   };
   for (const auto& [text, want] : cases) EXPECT_EQ(spm.encode(text, true), want) << text;
   // Byte-level BPE: overlong forms are the code point they spell (llama-tokenize on ggml-vocab-qwen2.gguf).
   Tokenizer bpe = Tokenizer::load(kDir + "ggml-vocab-qwen2.gguf");
-  EXPECT_EQ(bpe.encode("\xc0\xaf", false), (std::vector<int32_t>{14}));                 // "/"
+  EXPECT_EQ(bpe.encode("\xc0\xaf", false), (std::vector<int32_t>{14}));  // "/"
   EXPECT_EQ(bpe.encode("\xf0\x80\x80\xaf", false), (std::vector<int32_t>{14}));
   EXPECT_EQ(bpe.encode("ok \xc1\xbf end", false), (std::vector<int32_t>{562, 220, 221, 835}));
   EXPECT_EQ(bpe.encode("\xf0\x8d\xa0\x80", false), (std::vector<int32_t>{169, 63219}));  // a surrogate's bytes
