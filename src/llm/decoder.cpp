@@ -2,7 +2,9 @@
 // graph of a decode step. Prefill and one-token decode take the same ops.
 #include "decoder.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "wick/error.hpp"
 
@@ -106,6 +108,88 @@ Tensor DecoderModel::run(const std::vector<int32_t>& tokens, KvCache& cache, boo
   cache.advance(T);
   if (!all_logits) x = x.narrow(0, T - 1, 1);
   return head_.forward(x, fusions_);
+}
+
+Tensor DecoderModel::forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCache& cache) {
+  const ModelConfig& c = config_;
+  if (seqs.empty()) throw Error(ErrorKind::Argument, "Model::forward_batch: no sequences given");
+  if (cache.n_layers() != c.n_layers || cache.k(0).dim(1) != c.n_kv_heads * c.head_dim ||
+      cache.k(0).device() != device_)
+    throw Error(ErrorKind::Argument, "Model::forward_batch: the cache (" + std::to_string(cache.n_layers()) +
+                                         " layers of " + cache.k(0).str() +
+                                         ") does not fit this model; make it with make_paged_cache()");
+  const size_t bt = cache.block_tokens(), nb = cache.n_blocks(), W = spec_.sliding_window;
+  std::vector<int32_t> ids, pos, logit_rows;
+  PagedStep step{};
+  size_t max_pos = 0;
+  for (size_t si = 0; si < seqs.size(); ++si) {
+    const BatchSeq& q = seqs[si];
+    const std::string who = "Model::forward_batch: sequence " + std::to_string(si);
+    const size_t n = q.tokens.size(), end = q.pos0 + n;
+    if (n == 0) throw Error(ErrorKind::Argument, who + " has no tokens");
+    if (end > nb * bt || q.blocks.size() < (end + bt - 1) / bt)
+      throw Error(ErrorKind::Argument, who + " reaches position " + std::to_string(end) + " but its " +
+                                           std::to_string(q.blocks.size()) + " blocks of " + std::to_string(bt) +
+                                           " tokens hold fewer; give it a block for every " + std::to_string(bt) +
+                                           " tokens");
+    for (int32_t b : q.blocks)
+      if (b < 0 || size_t(b) >= nb)
+        throw Error(ErrorKind::Index,
+                    who + ": block " + std::to_string(b) + " is outside the cache's " + std::to_string(nb) + " blocks");
+    auto slot = [&](size_t p) { return size_t(q.blocks[p / bt]) * bt + p % bt; };
+    const size_t row0 = ids.size();
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t id = q.tokens[i];
+      if (id < 0 || size_t(id) >= c.vocab_size)
+        throw Error(ErrorKind::Index, who + ": token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                          std::to_string(c.vocab_size) + " tokens)");
+      ids.push_back(id);
+      pos.push_back(static_cast<int32_t>(q.pos0 + i));
+    }
+    for (size_t i = 0; i < n;) {  // runs of tokens in consecutive cache rows
+      const size_t s0 = slot(q.pos0 + i);
+      size_t len = 1;
+      while (i + len < n && slot(q.pos0 + i + len) == s0 + len) ++len;
+      step.writes.push_back({row0 + i, len, s0});
+      i += len;
+    }
+    auto keys = [&](size_t k0, size_t k1) {
+      std::vector<int32_t> rows;
+      rows.reserve(k1 - k0);
+      for (size_t p = k0; p < k1; ++p) rows.push_back(static_cast<int32_t>(slot(p)));
+      return Tensor::from_vector(rows, {rows.size()}, device_);
+    };
+    if (W == 0 || end <= W) {
+      step.groups.push_back({row0, n, keys(0, end)});
+    } else {  // queries before position W see every earlier key; later ones their window, one by one
+      size_t i = 0;
+      if (q.pos0 < W) {
+        i = W - q.pos0;
+        step.groups.push_back({row0, i, keys(0, W)});
+      }
+      for (; i < n; ++i) step.groups.push_back({row0 + i, 1, keys(q.pos0 + i + 1 - W, q.pos0 + i + 1)});
+    }
+    max_pos = std::max(max_pos, end);
+    if (q.logits) logit_rows.push_back(static_cast<int32_t>(row0 + n - 1));
+  }
+  const size_t T = ids.size();
+  step.rows = T;
+  size_t table = 256;  // the rotary table grows by doubling, up to the cache's rows
+  while (table < max_pos) table *= 2;
+  rope_.ensure(std::min(table, nb * bt));
+  const Tensor pos_t = Tensor::from_vector(pos, {T}, device_);
+  step.cos = rope_.cos().embedding(pos_t);
+  step.sin = rope_.sin().embedding(pos_t);
+  Residual r{embed_.forward(Tensor::from_vector(ids, {T}, device_)), Tensor()};
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    layers_[l].attn.forward_paged(r, cache.k(l), cache.v(l), step, fusions_, dtype_);
+    layers_[l].mlp.forward(r, fusions_);
+  }
+  if (logit_rows.empty()) return Tensor::zeros({0, c.vocab_size}, DType::F32, device_);
+  const Tensor x = r.finish();
+  const Tensor last =
+      logit_rows.size() == T ? x : x.embedding(Tensor::from_vector(logit_rows, {logit_rows.size()}, device_));
+  return head_.forward(last, fusions_);
 }
 
 Tensor DecoderModel::layers(Tensor x, KvCache& cache, const Step& s) const {

@@ -29,6 +29,7 @@ class DecoderModel : public Model {
   DecoderModel(const ModelConfig& c, const WeightSource& src, const LoadOptions& o, const DecoderSpec& spec,
                const std::vector<float>& rope_freq_factors);
   Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool all_logits) override;
+  Tensor forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCache& cache) override;
 
  private:
   struct Layer {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "stop_matcher.hpp"
 #include "wick/device.hpp"
 #include "wick/error.hpp"
 
@@ -16,52 +17,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Holds back the end of the text while it could be the start of a stop string, so that no text
-// from a stop string on is ever emitted, even when the stop string spans several tokens.
-class StopMatcher {
- public:
-  explicit StopMatcher(const std::vector<std::string>& stops) {
-    for (const auto& s : stops)
-      if (!s.empty()) stops_.push_back(s);
-  }
-  bool stopped() const { return stopped_; }
-
-  // Appends text; returns what is safe to emit now.
-  std::string push(const std::string& text) {
-    if (stopped_) return "";
-    pending_ += text;
-    size_t at = std::string::npos;
-    for (const auto& s : stops_) at = std::min(at, pending_.find(s));
-    if (at != std::string::npos) {
-      stopped_ = true;
-      std::string out = pending_.substr(0, at);
-      pending_.clear();
-      return out;
-    }
-    size_t hold = 0;  // the longest end of pending_ that begins some stop string
-    for (const auto& s : stops_)
-      for (size_t k = std::min(s.size() - 1, pending_.size()); k > hold; --k)
-        if (pending_.compare(pending_.size() - k, k, s, 0, k) == 0) {
-          hold = k;
-          break;
-        }
-    std::string out = pending_.substr(0, pending_.size() - hold);
-    pending_.erase(0, pending_.size() - hold);
-    return out;
-  }
-  // At the end of generation: what was held back is plain text after all.
-  std::string finish() {
-    std::string out;
-    out.swap(pending_);
-    return out;
-  }
-
- private:
-  std::vector<std::string> stops_;
-  std::string pending_;
-  bool stopped_ = false;
-};
 
 Tensor logits_row(const Tensor& logits, size_t n_vocab) {
   if (logits.rank() != 2 || logits.dim(0) != 1 || logits.dim(1) != n_vocab || logits.dtype() != DType::F32)
@@ -87,7 +42,7 @@ GenerateStats generate(Model& m, const Tokenizer& t, KvCache& cache, const std::
   const size_t n_vocab = m.config().vocab_size;
   Sampler sampler(o.sampling);
   StreamDecoder decoder(t);
-  StopMatcher stop(o.stop_strings);
+  detail::StopMatcher stop(o.stop_strings);
   std::vector<int32_t> history = prompt_ids;  // for the repetition penalty
   GenerateStats st;
   st.prompt_tokens = prompt_ids.size();

@@ -102,47 +102,53 @@ void Attention::load(WeightLoader& ld, size_t l, const AttentionSpec& s, const F
   }
 }
 
-void Attention::forward(Residual& r, Tensor& kc, Tensor& vc, const Step& s, const Fusions& f, DType dtype) const {
-  const size_t T = s.rows, nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
+Attention::Projected Attention::project(Residual& r, size_t T, const Fusions& f) const {
+  const size_t nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
   const Linear& stacked = qkv_.defined() ? qkv_ : qk_;
   // The norm goes inside the product only where that product is q|k|v: with q|k, v reads h too.
   Normed n = pre_norm(r, norm_, s_.eps, stacked.defined() ? stacked : q_, qkv_.defined(), f, T);
-  const Tensor& h = n.h;
-  const QTensor& hq = n.hq;
-  Tensor y = n.y;
-  if (!y.defined() && stacked.defined()) y = stacked.forward(h, hq);
+  Projected p{n.h, n.hq, n.y, Tensor()};
+  if (!p.y.defined() && stacked.defined()) p.y = stacked.forward(p.h, p.hq);
+  // v as (1, T, heads, hd): a column range of the stacked q | k | v, or its own product.
+  p.v = (qkv_.defined() ? p.y.narrow(1, (nh + nkv) * hd, nkv * hd) : v_.forward(p.h, p.hq)).reshape({1, T, nkv, hd});
+  return p;
+}
+
+std::pair<Tensor, Tensor> Attention::rope_qk(const Projected& p, size_t T, const Tensor& cos, const Tensor& sin) const {
+  const size_t nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
   const bool interleaved = s_.rope == RopeKind::Interleaved;
-  auto rope = [&](const Tensor& t) { return interleaved ? t.rope_i(s.cos, s.sin) : t.rope(s.cos, s.sin); };
-  // q, k, v as (1, T, heads, hd): column ranges of the stacked product (q | k | v, or q | k with v
-  // its own product), or one product each.
+  auto rope = [&](const Tensor& t) { return interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
   auto heads = [&](const Tensor& t, size_t n_heads) { return t.reshape({1, T, n_heads, hd}); };
-  const Tensor v = heads(qkv_.defined() ? y.narrow(1, (nh + nkv) * hd, nkv * hd) : v_.forward(h, hq), nkv);
+  if (p.y.defined() && !s_.qk_norm) {
+    // q and k heads side by side take the same rotation: one rope for both.
+    const Tensor qk = rope(heads(p.y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2));
+    return {qk.narrow(1, 0, nh), qk.narrow(1, nh, nkv)};
+  }
+  Tensor q = heads(p.y.defined() ? p.y.narrow(1, 0, nh * hd) : q_.forward(p.h, p.hq), nh);
+  Tensor k = heads(p.y.defined() ? p.y.narrow(1, nh * hd, nkv * hd) : k_.forward(p.h, p.hq), nkv);
+  if (s_.qk_norm) {
+    q = q.rms_norm(q_norm_, s_.eps);
+    k = k.rms_norm(k_norm_, s_.eps);
+  }
+  return {rope(q.transpose(1, 2)), rope(k.transpose(1, 2))};
+}
+
+void Attention::forward(Residual& r, Tensor& kc, Tensor& vc, const Step& s, const Fusions& f, DType dtype) const {
+  const size_t T = s.rows, nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
+  const Projected p = project(r, T, f);
+  const Tensor& y = p.y;
+  const Tensor& v = p.v;
   const DType cdt = kc.dtype();
   Tensor a;
   if (s.step && y.defined() && !s_.qk_norm && cdt == r.x.dtype() && f.rope_kv_append()) {
     // A recorded step: rope of q and k and both cache writes are one kernel.
-    const Tensor qk = heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2);
-    const Tensor q =
-        fast::rope_kv_append(qk, s.cos, s.sin, interleaved, nh, v.transpose(1, 2), kc, vc, s.step->narrow(0, 0, 1));
+    const Tensor qk = y.narrow(1, 0, (nh + nkv) * hd).reshape({1, T, nh + nkv, hd}).transpose(1, 2);
+    const Tensor q = fast::rope_kv_append(qk, s.cos, s.sin, s_.rope == RopeKind::Interleaved, nh, v.transpose(1, 2), kc,
+                                          vc, s.step->narrow(0, 0, 1));
     a = attention_kv_len(q, kc.narrow(2, 0, s.view), vc.narrow(2, 0, s.view), s.step->narrow(0, 1, 1),
                          /*causal=*/true);
   } else {
-    Tensor q, k;
-    if (y.defined() && !s_.qk_norm) {
-      // q and k heads side by side take the same rotation: one rope for both.
-      const Tensor qk = rope(heads(y.narrow(1, 0, (nh + nkv) * hd), nh + nkv).transpose(1, 2));
-      q = qk.narrow(1, 0, nh);
-      k = qk.narrow(1, nh, nkv);
-    } else {
-      q = heads(y.defined() ? y.narrow(1, 0, nh * hd) : q_.forward(h, hq), nh);
-      k = heads(y.defined() ? y.narrow(1, nh * hd, nkv * hd) : k_.forward(h, hq), nkv);
-      if (s_.qk_norm) {
-        q = q.rms_norm(q_norm_, s_.eps);
-        k = k.rms_norm(k_norm_, s_.eps);
-      }
-      q = rope(q.transpose(1, 2));
-      k = rope(k.transpose(1, 2));
-    }
+    const auto [q, k] = rope_qk(p, T, s.cos, s.sin);
     if (s.step) {
       const Tensor pos = s.step->narrow(0, 0, 1), len = s.step->narrow(0, 1, 1);
       kc.slice_set(k.to_dtype(cdt), 2, pos);
@@ -155,6 +161,33 @@ void Attention::forward(Residual& r, Tensor& kc, Tensor& vc, const Step& s, cons
       a = attention(q.to_dtype(cdt), kc.narrow(2, s.key0, nk), vc.narrow(2, s.key0, nk), /*causal=*/true);
     }
   }
+  a = a.to_dtype(dtype).transpose(1, 2).reshape({T, nh * hd});
+  r.pending = o_.forward(a);
+}
+
+void Attention::forward_paged(Residual& r, Tensor& kc, Tensor& vc, const PagedStep& s, const Fusions& f,
+                              DType dtype) const {
+  const size_t T = s.rows, nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
+  const Projected p = project(r, T, f);
+  const auto [q, k] = rope_qk(p, T, s.cos, s.sin);
+  const DType cdt = kc.dtype();
+  // Each token's K and V row into its slot: runs of tokens in consecutive slots, one copy each.
+  const Tensor k_rows = k.transpose(1, 2).reshape({T, nkv * hd}).to_dtype(cdt);
+  const Tensor v_rows = p.v.reshape({T, nkv * hd}).to_dtype(cdt);
+  for (const PagedStep::Run& w : s.writes) {
+    kc.slice_set(k_rows.narrow(0, w.row, w.n), 0, w.slot);
+    vc.slice_set(v_rows.narrow(0, w.row, w.n), 0, w.slot);
+  }
+  // Each group of queries over its keys, gathered from the cache rows into one run.
+  const Tensor qc = q.to_dtype(cdt);
+  std::vector<Tensor> outs;
+  outs.reserve(s.groups.size());
+  for (const PagedStep::Group& g : s.groups) {
+    const size_t L = g.keys.dim(0);
+    auto gather = [&](const Tensor& cache) { return cache.embedding(g.keys).reshape({1, L, nkv, hd}).transpose(1, 2); };
+    outs.push_back(attention(qc.narrow(2, g.row, g.n), gather(kc), gather(vc), /*causal=*/true));
+  }
+  Tensor a = outs.size() == 1 ? outs[0] : Tensor::cat(outs, 2);
   a = a.to_dtype(dtype).transpose(1, 2).reshape({T, nh * hd});
   r.pending = o_.forward(a);
 }

@@ -5,6 +5,7 @@
 // (Q8_1 activations from their producers, stacked q/k/v and gate/up products, the norm inside the
 // product, rope_kv_append, matmul_swiglu) are chosen here, by Fusions, and nowhere else.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_impl.hpp"
@@ -97,6 +98,24 @@ struct Step {
   size_t view;
 };
 
+// Where a batched forward's K/V rows go and which keys each query sees (Model::forward_batch): each
+// token's rotary rows, the runs of tokens written to consecutive cache rows (slots), and the groups of
+// queries (a sequence's tokens; under a sliding window, single tokens past it) with the cache rows of
+// their keys, oldest first, the group's own last (causal, bottom-right aligned).
+struct PagedStep {
+  size_t rows;
+  Tensor cos, sin;  // (rows, rope half)
+  struct Run {
+    size_t row, n, slot;  // batch rows row .. row + n - 1 go to cache rows slot .. slot + n - 1
+  };
+  std::vector<Run> writes;
+  struct Group {
+    size_t row, n;  // batch rows
+    Tensor keys;    // i32 cache rows, on the device
+  };
+  std::vector<Group> groups;  // in row order, every row in one
+};
+
 struct AttentionSpec {
   size_t hidden, n_heads, n_kv_heads, head_dim;
   double eps;    // of the q/k norms
@@ -112,8 +131,22 @@ class Attention {
  public:
   void load(WeightLoader& ld, size_t layer, const AttentionSpec& s, const Fusions& f);
   void forward(Residual& r, Tensor& k_cache, Tensor& v_cache, const Step& s, const Fusions& f, DType dtype) const;
+  // The same over a batch of sequences and a paged cache (k_cache, v_cache: PagedKvCache's rows).
+  void forward_paged(Residual& r, Tensor& k_cache, Tensor& v_cache, const PagedStep& s, const Fusions& f,
+                     DType dtype) const;
 
  private:
+  // The pre-norm and the products: h (and its Q8_1 rows hq) where a product still reads it, y the stacked
+  // product's output, v as (1, T, n_kv_heads, head_dim).
+  struct Projected {
+    Tensor h;
+    QTensor hq;
+    Tensor y, v;
+  };
+  Projected project(Residual& r, size_t T, const Fusions& f) const;
+  // q (1, n_heads, T, head_dim) and k (1, n_kv_heads, T, head_dim), q/k-normed and rotated.
+  std::pair<Tensor, Tensor> rope_qk(const Projected& p, size_t T, const Tensor& cos, const Tensor& sin) const;
+
   AttentionSpec s_{};
   Tensor norm_, q_norm_, k_norm_;
   Linear q_, k_, v_, o_;

@@ -81,4 +81,25 @@ KvCache Model::make_cache(size_t max_ctx, std::optional<DType> dtype) const {
   }
 }
 
+size_t Model::kv_bytes_per_token(DType dtype) const {
+  return 2 * config_.n_layers * config_.n_kv_heads * config_.head_dim * dtype_size(dtype);
+}
+
+PagedKvCache Model::make_paged_cache(size_t n_blocks, size_t block_tokens, std::optional<DType> dtype) const {
+  const DType dt = dtype.value_or(default_cache_dtype_);
+  try {
+    return PagedKvCache(config_.n_layers, config_.n_kv_heads, config_.head_dim, n_blocks, block_tokens, dt, device_);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::OutOfMemory) throw;
+    throw Error(ErrorKind::OutOfMemory, "Model::make_paged_cache: " + std::to_string(n_blocks) + " blocks of " +
+                                            std::to_string(block_tokens) + " tokens need " +
+                                            gib(n_blocks * block_tokens * kv_bytes_per_token(dt)) + " on " +
+                                            device_.name() + " (" + e.what() + "); give the KV cache less memory");
+  }
+}
+
+Tensor Model::forward_batch(const std::vector<BatchSeq>&, PagedKvCache&) {
+  throw Error(ErrorKind::Unsupported, "Model::forward_batch: this model has no batched forward");
+}
+
 }  // namespace wick::llm

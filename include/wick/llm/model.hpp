@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,39 @@ class KvCache {
   DType dtype_ = DType::F16;
 };
 
+// A paged KV cache: per layer, K and V rows for n_blocks blocks of block_tokens tokens. Row
+// (slot) block * block_tokens + i holds the i-th token of that block, its n_kv_heads x head_dim values.
+// Which blocks a sequence holds is its block table (the engine's KvBlockPool keeps them).
+class PagedKvCache {
+ public:
+  PagedKvCache() = default;
+  PagedKvCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t n_blocks, size_t block_tokens, DType dtype,
+               Device device);
+  size_t n_blocks() const { return n_blocks_; }
+  size_t block_tokens() const { return block_tokens_; }
+  size_t n_layers() const { return k_.size(); }
+  size_t bytes() const;
+  DType dtype() const { return dtype_; }
+  // (n_blocks * block_tokens, n_kv_heads * head_dim), written and read by Model::forward_batch.
+  Tensor& k(size_t layer);
+  Tensor& v(size_t layer);
+
+ private:
+  std::vector<Tensor> k_, v_;
+  size_t n_blocks_ = 0, block_tokens_ = 0;
+  DType dtype_ = DType::F16;
+};
+
+// One sequence's part of a batched forward: its tokens of this step (one decode token, or a chunk of
+// its prompt) at positions pos0 .. pos0 + tokens.size() - 1, after the pos0 tokens the cache already
+// holds for it in the blocks of its block table (which covers every position through the last new one).
+struct BatchSeq {
+  std::span<const int32_t> tokens;
+  size_t pos0 = 0;
+  std::span<const int32_t> blocks;
+  bool logits = true;  // whether forward_batch returns the logits of its last token
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -117,6 +151,17 @@ class Model {
   // returns f32 logits (n_tokens, vocab) when all_logits, else (1, vocab) for the last token.
   // Error when the cache would overflow.
   virtual Tensor forward(const std::vector<int32_t>& tokens, KvCache& cache, bool all_logits = false) = 0;
+
+  // A paged KV cache of n_blocks blocks; default dtype as make_cache's.
+  PagedKvCache make_paged_cache(size_t n_blocks, size_t block_tokens, std::optional<DType> dtype = std::nullopt) const;
+  // Bytes of K and V a token takes in every layer together, in a cache of that dtype.
+  size_t kv_bytes_per_token(DType dtype) const;
+  // One forward over several sequences at once: every sequence's new tokens are written to its blocks
+  // and attend over its own earlier tokens; returns f32 logits (rows, vocab), one row for each
+  // sequence with logits set, in order. A sequence's rows are the numbers forward() gives it alone, up
+  // to the rounding of products over more rows. Error for bad ids, blocks or positions.
+  // A model without one (a test's scripted model) throws Error(Unsupported).
+  virtual Tensor forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCache& cache);
 
  protected:
   ModelConfig config_;
