@@ -143,6 +143,36 @@ TEST(LlmEngine, BatchedEqualsAlone) {
   }
 }
 
+// The same on a GPU in f32 (skipped without one), against generate() alone on that GPU.
+TEST(LlmEngine, BatchedEqualsAloneGpu) {
+  const Device d = Device::best();
+  if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  LoadOptions lo;
+  lo.device = d;
+  lo.dtype = DType::F32;
+  auto m = Model::load(kModel, lo);
+  const Tokenizer& tok = loaded().tok;
+  const std::vector<size_t> lens{2, 9, 40, 17, 5, 23};
+  std::vector<std::vector<int32_t>> want(lens.size());
+  for (size_t i = 0; i < lens.size(); ++i) {
+    GenerateOptions g;
+    g.max_new_tokens = 12;
+    g.sampling = sampling(i % 2 == 0, 100 + i);
+    g.stop_at_eog = false;
+    g.cache_dtype = DType::F32;
+    generate(*m, tok, prompt_of(lens[i], i), g, {}, &want[i]);
+  }
+  EngineOptions o = small(200);
+  o.max_batch_tokens = 5;
+  Engine eng(*m, tok, o);
+  std::vector<Outcome> out(lens.size());
+  for (size_t i = 0; i < lens.size(); ++i)
+    eng.submit(request(prompt_of(lens[i], i), sampling(i % 2 == 0, 100 + i), 12, true, out[i]));
+  eng.run_until_idle();
+  for (size_t i = 0; i < lens.size(); ++i) EXPECT_EQ(out[i].ids, want[i]) << "request " << i << " on " << d.name();
+  EXPECT_EQ(eng.stats().blocks_used, 0u);
+}
+
 // Prompts sharing a 33-token prefix: later ones take its 8 full blocks of 4 from the cache.
 TEST(LlmEngine, PrefixSharingChangesNoOutput) {
   Engine eng(*loaded().m, loaded().tok, small(200));

@@ -1,5 +1,6 @@
-// `wick run MODEL -p PROMPT ...` (generation, streamed to stdout), `wick perplexity MODEL FILE` and
-// `wick bench-llm MODEL` (prefill and decode speed, as llama-bench measures them).
+// `wick run MODEL -p PROMPT ...` (generation, streamed to stdout), `wick perplexity MODEL FILE`,
+// `wick bench-llm MODEL` (prefill and decode speed, as llama-bench measures them) and `wick bench-batch
+// MODEL` (the batched engine's speed, as llama-batched-bench measures it).
 // Progress and statistics go to stderr, so stdout holds only the text (or the --json object).
 #include "llm_cmds.hpp"
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "wick/llm/engine.hpp"
 #include "wick/llm/generate.hpp"
 #include "wick/llm/model.hpp"
 #include "wick/llm/tokenizer.hpp"
@@ -557,7 +559,152 @@ int run_bench_llm(const BenchLlmArgs& a) {
   return 0;
 }
 
+// ---- bench-batch
+
+struct BenchBatchArgs {
+  std::string model, dtype, cache_dtype, device = "best";
+  std::vector<long long> npp{128, 256, 512}, ntg{128, 256}, npl{1, 2, 4, 8, 16, 32};
+  size_t batch = 0;  // tokens a step; 0: every prompt in one step
+  bool json = false;
+};
+
+int run_bench_batch(const BenchBatchArgs& a) {
+  for (const auto* v : {&a.npp, &a.ntg, &a.npl})
+    for (long long x : *v)
+      if (x <= 0) {
+        std::fprintf(stderr, "wick bench-batch: -npp, -ntg and -npl take positive integers\n");
+        return 2;
+      }
+  const Device dev = parse_device(a.device);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, true, llm::DecodeOptions{});
+  const llm::Tokenizer tok = llm::Tokenizer::load(a.model);
+  const llm::ModelConfig& cfg = model->config();
+  const std::optional<DType> kv =
+      a.cache_dtype.empty() ? std::nullopt : std::optional<DType>(dtype_from_name(a.cache_dtype));
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(cfg.vocab_size) - 1);
+  // One test: npl requests of npp random ids, each decoding ntg tokens after its prefill (max_tokens ntg + 1:
+  // the first sampled token comes from the prefill). T_PP: until every request has its first token; T_TG:
+  // the rest. Greedy sampling on the host from each step's logits, no prefix cache (the prompts differ).
+  struct Row {
+    size_t pp, tg, pl, n_kv, pp_steps;
+    double t_pp, t_tg;
+  };
+  auto one = [&](size_t pp, size_t tg, size_t pl) {
+    llm::EngineOptions o;
+    o.max_seqs = pl;
+    o.max_batch_tokens = a.batch ? a.batch : pp * pl;
+    o.prefix_cache = false;
+    o.kv_dtype = kv;
+    o.kv_blocks = (pl * ((pp + tg + 1 + o.block_tokens - 1) / o.block_tokens + 1));
+    o.max_ctx = pp + tg + 1;
+    llm::Engine eng(*model, tok, o);
+    size_t firsts = 0;
+    for (size_t i = 0; i < pl; ++i) {
+      llm::Request r;
+      r.prompt.resize(pp);
+      for (auto& id : r.prompt) id = pick(rng);
+      r.sampling.temperature = 0;
+      r.max_tokens = tg + 1;
+      r.ignore_eos = true;
+      r.on_event = [&firsts](const llm::TokenEvent& e) {
+        if (!e.finished && e.output_tokens == 1) ++firsts;
+        return true;
+      };
+      eng.submit(std::move(r));
+    }
+    synchronize(dev);
+    Row row{pp, tg, pl, pl * (pp + tg), 0, 0, 0};
+    const auto t0 = Clock::now();
+    while (firsts < pl) {
+      eng.step();
+      ++row.pp_steps;
+    }
+    synchronize(dev);
+    row.t_pp = since(t0);
+    const auto t1 = Clock::now();
+    eng.run_until_idle();
+    synchronize(dev);
+    row.t_tg = since(t1);
+    return row;
+  };
+  std::fprintf(stderr, "bench-batch: warm-up\n");
+  (void)one(16, 4, 2);
+  if (!a.json) {
+    std::printf(
+        "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
+    std::printf(
+        "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (long long pp : a.npp)
+    for (long long tg : a.ntg)
+      for (long long pl : a.npl) {
+        const Row r = one(size_t(pp), size_t(tg), size_t(pl));
+        const double s_pp = double(r.pl * r.pp) / r.t_pp, s_tg = double(r.pl * r.tg) / r.t_tg, t = r.t_pp + r.t_tg,
+                     s = double(r.n_kv) / t;
+        if (a.json) {
+          rows.push_back({{"pp", r.pp},
+                          {"tg", r.tg},
+                          {"pl", r.pl},
+                          {"n_kv", r.n_kv},
+                          {"t_pp", r.t_pp},
+                          {"speed_pp", s_pp},
+                          {"t_tg", r.t_tg},
+                          {"speed_tg", s_tg},
+                          {"t", t},
+                          {"speed", s},
+                          {"pp_steps", r.pp_steps}});
+        } else {
+          std::printf("| %5zu | %6zu | %4zu | %6zu | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", r.pp, r.tg,
+                      r.pl, r.n_kv, r.t_pp, s_pp, r.t_tg, s_tg, t, s);
+          std::fflush(stdout);
+        }
+      }
+  const std::string where = dev.is_cpu() ? dev.name() : dev.name() + " (" + device_info(dev).name + ")";
+  if (a.json)
+    std::printf("%s\n", rows.dump(1).c_str());
+  else
+    std::printf("\nwick %s, %s, %s, dtype %s, KV %s, prompts in %s\n", WICK_VERSION, a.model.c_str(), where.c_str(),
+                dtype_name(model->dtype()), dtype_name(kv.value_or(model->make_cache(1).dtype())),
+                a.batch ? ("steps of <= " + std::to_string(a.batch) + " tokens").c_str() : "one step");
+  return 0;
+}
+
 }  // namespace
+
+LlmCommand add_bench_batch(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand(
+      "bench-batch", "aggregate prefill and decode tokens/s of many sequences at once, as llama-batched-bench");
+  auto a = std::make_shared<BenchBatchArgs>();
+  cmd->add_option("MODEL", a->model, "a .gguf file or a Hugging Face directory")->required()->check(CLI::ExistingPath);
+  cmd->add_option("--npp,--n-pp", a->npp, "prompt tokens of each sequence; -npp as llama-batched-bench (default 128,256,512)")
+      ->type_name("N[,N...]")
+      ->delimiter(',');
+  cmd->add_option("--ntg,--n-tg", a->ntg, "tokens each sequence generates (default 128,256)")
+      ->type_name("N[,N...]")
+      ->delimiter(',');
+  cmd->add_option("--npl,--n-pl", a->npl, "sequences at once (default 1,2,4,8,16,32)")
+      ->type_name("N[,N...]")
+      ->delimiter(',');
+  cmd->add_option("--batch", a->batch, "tokens a step holds at most (default: every prompt in one step)")
+      ->type_name("N")
+      ->check(positive_size());
+  cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default: the first GPU, else cpu)")
+      ->type_name("D")
+      ->check(device_validator());
+  add_dtype_option(*cmd, a->dtype);
+  cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
+      ->type_name("T")
+      ->check(float_dtypes());
+  cmd->add_flag("--json", a->json, "a JSON array, one object per row");
+  cmd->footer(
+      "As llama-batched-bench (prompts not shared): for each PP, TG and B, B requests of PP random token ids go to\n"
+      "the engine (wick/llm/engine.hpp) at once; T_PP is the time until every one has its first token, T_TG the\n"
+      "time of the TG decode steps after it. S_PP = B*PP/T_PP, S_TG = B*TG/T_TG, N_KV = B*(PP+TG), S = N_KV/T.\n"
+      "Greedy sampling on the host each step; no prefix cache. One untimed warm-up.\n");
+  return {cmd, [a] { return run_bench_batch(*a); }};
+}
 
 LlmCommand add_run(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("run", "generate text with an LLM (GGUF file or Hugging Face directory)");
@@ -601,8 +748,9 @@ LlmCommand add_run(CLI::App& root) {
       ->type_name("S")
       ->allow_extra_args(false);
   cmd->add_flag("--ignore-eos", a->ignore_eos, "do not stop at end-of-generation tokens");
-  cmd->add_flag("--no-graph", a->no_graph,
-                "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
+  cmd->add_flag(
+      "--no-graph", a->no_graph,
+      "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
   add_decode_off_option(*cmd, a->decode_off);
   cmd->add_flag("--sample-on-host", a->sampling.sample_on_host,
                 "copy each whole row of logits to the host to sample (default: only the top-k found on the "
@@ -669,8 +817,9 @@ LlmCommand add_bench_llm(CLI::App& root) {
   cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
       ->type_name("T")
       ->check(float_dtypes());
-  cmd->add_flag("--no-graph", a->no_graph,
-                "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
+  cmd->add_flag(
+      "--no-graph", a->no_graph,
+      "on a GPU, launch every op of every decode step instead of replaying a recorded graph (for comparisons)");
   add_decode_off_option(*cmd, a->decode_off);
   cmd->add_flag("--no-ctx-check", a->no_ctx_check,
                 "run tests whose depth + N passes the model's context length (llama-bench does not check it)");

@@ -1,5 +1,5 @@
 // The `wick` command: info (devices, or a GGUF/safetensors file), quantize, check (op parity harness), bench, ops,
-// run, perplexity and bench-llm (an LLM: tools/llm_cmds.cpp).
+// run, perplexity, bench-llm and bench-batch (an LLM: tools/llm_cmds.cpp).
 // One CLI11 parser for every subcommand. A command is one add_* function: it declares its
 // subcommand, help text and typed options, and returns the body main() runs after a clean parse.
 // Exit codes: 0 success; 1 a check failed or the library raised wick::Error; 2 a command line
@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -86,8 +87,8 @@ void print_devices() {
     DeviceInfo i = device_info(d);
     MemoryStats m = memory_stats(d);
     std::printf("%s: %s, %s, %.1f GiB, warp size %d, %d compute units; wick holds %zu bytes, caches %zu\n",
-                d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30),
-                i.warp_size, i.compute_units, m.in_use, m.cached);
+                d.name().c_str(), i.name.c_str(), i.arch.c_str(), double(i.total_memory) / double(1 << 30), i.warp_size,
+                i.compute_units, m.in_use, m.cached);
   }
   for (const auto& b : built_backends()) {
     if (b == "cpu") continue;
@@ -113,8 +114,10 @@ Command add_info(CLI::App& root) {
       ->type_name("N")
       ->check(CLI::Range(size_t(0), size_t(1) << 40));
   return {cmd, [a] {
-            if (a->file.empty()) print_devices();
-            else check::print_file_info(a->file, stdout, a->items);
+            if (a->file.empty())
+              print_devices();
+            else
+              check::print_file_info(a->file, stdout, a->items);
             return 0;
           }};
 }
@@ -147,8 +150,7 @@ void show_progress(const check::QuantizeStep& s, bool tty) {
     if (s.index == s.count) std::fprintf(stderr, "\n");
   } else {
     std::fprintf(stderr, "[%zu/%zu] %s: %s -> %s, %zu -> %zu bytes%s%s\n", s.index, s.count, s.name.c_str(),
-                 s.from.c_str(), s.to.c_str(), s.in_bytes, s.out_bytes, s.why.empty() ? "" : "; kept: ",
-                 s.why.c_str());
+                 s.from.c_str(), s.to.c_str(), s.in_bytes, s.out_bytes, s.why.empty() ? "" : "; kept: ", s.why.c_str());
   }
   if (s.index == s.count) std::fprintf(stderr, "writing the GGUF ...\n");
   std::fflush(stderr);
@@ -192,9 +194,8 @@ Command add_quantize(CLI::App& root) {
             o.keep_f32 = a->keep_f32;
             o.allow_requantize = a->allow_requantize;
             const bool tty = isatty(fileno(stderr)) != 0;
-            check::QuantizeSummary s = check::quantize_file(o, [tty](const check::QuantizeStep& st) {
-              show_progress(st, tty);
-            });
+            check::QuantizeSummary s =
+                check::quantize_file(o, [tty](const check::QuantizeStep& st) { show_progress(st, tty); });
             std::printf("wrote %s: %zu tensors (%zu quantized to %s), %zu bytes from %zu;", o.out.c_str(), s.tensors,
                         s.quantized, ggml_type_name(o.type), s.out_bytes, s.in_bytes);
             for (const auto& [t, n] : s.per_type) std::printf(" %s %zu", t.c_str(), n);
@@ -316,7 +317,8 @@ int run_bench_quant(std::vector<Device> devices, const std::string& op, bool jso
   if (std::none_of(cases.begin(), cases.end(), selected)) {
     std::vector<std::string> names;
     for (const auto& c : cases) names.push_back(c.timing.name);
-    throw UsageError("--op '" + op + "' is in no quant-suite case name (--op matches a substring of one); the cases are:\n" +
+    throw UsageError("--op '" + op +
+                     "' is in no quant-suite case name (--op matches a substring of one); the cases are:\n" +
                      check::wrap_list(names));
   }
   if (devices.empty()) {
@@ -354,8 +356,14 @@ int run_bench_quant(std::vector<Device> devices, const std::string& op, bool jso
       const bool have_pct = ran && !base.empty() && rate.count(base) && rate[base] > 0;
       const double pct = have_pct ? 100.0 * r.value / rate[base] : 0;
       if (json) {
-        nlohmann::json j = {{"case", c.name},   {"op", c.op},       {"device", d.name()}, {"type", c.dtype},
-                            {"shape", c.shape}, {"bytes", c.bytes}, {"flops", c.flops},   {"unit", r.unit},
+        nlohmann::json j = {{"case", c.name},
+                            {"op", c.op},
+                            {"device", d.name()},
+                            {"type", c.dtype},
+                            {"shape", c.shape},
+                            {"bytes", c.bytes},
+                            {"flops", c.flops},
+                            {"unit", r.unit},
                             {"baseline", base.empty() ? nlohmann::json(nullptr) : nlohmann::json(base)}};
         if (!ran) {
           j["seconds"] = nullptr;
@@ -379,9 +387,12 @@ int run_bench_quant(std::vector<Device> devices, const std::string& op, bool jso
       } else {
         char rt[64], pc[96];
         std::snprintf(rt, sizeof rt, "%.3f %s", r.value, r.unit.c_str());
-        if (base.empty()) std::snprintf(pc, sizeof pc, "(baseline)");
-        else if (have_pct) std::snprintf(pc, sizeof pc, "%.1f%% of %s", pct, base.c_str());
-        else std::snprintf(pc, sizeof pc, "- (%s did not run)", base.c_str());
+        if (base.empty())
+          std::snprintf(pc, sizeof pc, "(baseline)");
+        else if (have_pct)
+          std::snprintf(pc, sizeof pc, "%.1f%% of %s", pct, base.c_str());
+        else
+          std::snprintf(pc, sizeof pc, "- (%s did not run)", base.c_str());
         std::printf("%-8s %-34s %-6s %-18s %6zu %10.4f %16s  %s\n", d.name().c_str(), c.name.c_str(), c.dtype.c_str(),
                     shape.c_str(), r.iters, r.seconds * 1e3, rt, pc);
       }
@@ -498,9 +509,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "wick " WICK_VERSION);
   app.require_subcommand(1);
   app.footer("`wick <command> --help` describes a command's options.\n");
-  std::vector<Command> commands = {add_info(app),  add_quantize(app), add_check(app), add_bench(app),
-                                   add_ops(app)};
-  for (auto [cmd, run] : {wick::cli::add_run(app), wick::cli::add_perplexity(app), wick::cli::add_bench_llm(app)})
+  std::vector<Command> commands = {add_info(app), add_quantize(app), add_check(app), add_bench(app), add_ops(app)};
+  for (auto [cmd, run] : {wick::cli::add_run(app), wick::cli::add_perplexity(app), wick::cli::add_bench_llm(app),
+                          wick::cli::add_bench_batch(app)})
     commands.push_back({cmd, run});
   std::string names;
   for (const Command& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
@@ -520,6 +531,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // llama-batched-bench's spellings (-npp, -ntg, -npl: three letters after one dash), which CLI11 takes with two.
+  if (first == "bench-batch")
+    for (int i = 2; i < argc; ++i)
+      for (const char* o : {"--npp", "--ntg", "--npl"})
+        if (std::strcmp(argv[i], o + 1) == 0) argv[i] = const_cast<char*>(o);
   const Command* chosen = nullptr;
   auto where = [&] { return chosen ? "wick " + chosen->app->get_name() : std::string("wick"); };
   try {
