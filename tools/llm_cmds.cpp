@@ -678,7 +678,8 @@ LlmCommand add_bench_batch(CLI::App& root) {
       "bench-batch", "aggregate prefill and decode tokens/s of many sequences at once, as llama-batched-bench");
   auto a = std::make_shared<BenchBatchArgs>();
   cmd->add_option("MODEL", a->model, "a .gguf file or a Hugging Face directory")->required()->check(CLI::ExistingPath);
-  cmd->add_option("--npp,--n-pp", a->npp, "prompt tokens of each sequence; -npp as llama-batched-bench (default 128,256,512)")
+  cmd->add_option("--npp,--n-pp", a->npp,
+                  "prompt tokens of each sequence; -npp as llama-batched-bench (default 128,256,512)")
       ->type_name("N[,N...]")
       ->delimiter(',');
   cmd->add_option("--ntg,--n-tg", a->ntg, "tokens each sequence generates (default 128,256)")
@@ -694,9 +695,10 @@ LlmCommand add_bench_batch(CLI::App& root) {
       ->type_name("D")
       ->check(device_validator());
   add_dtype_option(*cmd, a->dtype);
-  cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
+  cmd->add_option("--cache-dtype", a->cache_dtype,
+                  "KV cache type: f16, bf16, f32 or f8e4m3 (default f16; bf16 for bf16 models)")
       ->type_name("T")
-      ->check(float_dtypes());
+      ->check(CLI::IsMember({"f16", "bf16", "f32", "f8e4m3"}));
   cmd->add_flag("--json", a->json, "a JSON array, one object per row");
   cmd->footer(
       "As llama-batched-bench (prompts not shared): for each PP, TG and B, B requests of PP random token ids go to\n"

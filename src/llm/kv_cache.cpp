@@ -54,9 +54,9 @@ void KvCache::advance(size_t n) {
 PagedKvCache::PagedKvCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t n_blocks, size_t block_tokens,
                            DType dtype, Device device)
     : n_blocks_(n_blocks), block_tokens_(block_tokens), dtype_(dtype) {
-  if (dtype != DType::F16 && dtype != DType::BF16 && dtype != DType::F32)
+  if (dtype != DType::F16 && dtype != DType::BF16 && dtype != DType::F32 && dtype != DType::F8E4M3)
     throw Error(ErrorKind::DType,
-                std::string("PagedKvCache: dtype must be f16, bf16 or f32, got ") + dtype_name(dtype));
+                std::string("PagedKvCache: dtype must be f16, bf16, f32 or f8e4m3, got ") + dtype_name(dtype));
   if (n_blocks == 0 || block_tokens == 0)
     throw Error(ErrorKind::Argument, "PagedKvCache: " + std::to_string(n_blocks) + " blocks of " +
                                          std::to_string(block_tokens) + " tokens; both must be positive");

@@ -178,13 +178,17 @@ void Attention::forward_paged(Residual& r, Tensor& kc, Tensor& vc, const PagedSt
     kc.slice_set(k_rows.narrow(0, w.row, w.n), 0, w.slot);
     vc.slice_set(v_rows.narrow(0, w.row, w.n), 0, w.slot);
   }
-  // Each group of queries over its keys, gathered from the cache rows into one run.
-  const Tensor qc = q.to_dtype(cdt);
+  // Each group of queries over its keys, gathered from the cache rows into one run; an 8-bit cache's rows
+  // are widened to the activations' type for the attention.
+  const DType adt = cdt == DType::F8E4M3 ? dtype : cdt;
+  const Tensor qc = q.to_dtype(adt);
   std::vector<Tensor> outs;
   outs.reserve(s.groups.size());
   for (const PagedStep::Group& g : s.groups) {
     const size_t L = g.keys.dim(0);
-    auto gather = [&](const Tensor& cache) { return cache.embedding(g.keys).reshape({1, L, nkv, hd}).transpose(1, 2); };
+    auto gather = [&](const Tensor& cache) {
+      return cache.embedding(g.keys).to_dtype(adt).reshape({1, L, nkv, hd}).transpose(1, 2);
+    };
     outs.push_back(attention(qc.narrow(2, g.row, g.n), gather(kc), gather(vc), /*causal=*/true));
   }
   Tensor a = outs.size() == 1 ? outs[0] : Tensor::cat(outs, 2);

@@ -30,7 +30,9 @@ struct EngineOptions {
   size_t kv_blocks = 0;
   size_t kv_bytes = 0;
   double kv_fraction = 0.9;
-  std::optional<DType> kv_dtype;  // default: the model's cache dtype (f16; bf16 for bf16 models)
+  // f16, bf16, f32, or f8e4m3 (8-bit, unscaled: half the memory of f16; its logit error is in docs/llm.md).
+  // Default: the model's cache dtype (f16; bf16 for bf16 models).
+  std::optional<DType> kv_dtype;
   // Tokens one sequence may reach (prompt and output); 0: the model's context length, at most the pool.
   size_t max_ctx = 0;
   bool prefix_cache = true;
