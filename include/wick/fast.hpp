@@ -6,6 +6,7 @@
 // Implemented beside their general ops: src/core/tensor_nn.cpp (norms, silu_mul, rope),
 // src/core/tensor_linalg.cpp (matmul_swiglu), src/core/quant.cpp (the quantized products).
 #include <cstddef>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -55,5 +56,23 @@ Tensor matmul_swiglu(const Tensor& x, const Tensor& rhs);
 // The same numbers as rope (rope_i when interleaved) then two slice_set calls.
 Tensor rope_kv_append(const Tensor& qk, const Tensor& cos, const Tensor& sin, bool interleaved, size_t q_heads,
                       const Tensor& v, Tensor& k_cache, Tensor& v_cache, const Tensor& start);
+
+// Attention of a batch of sequences over a paged KV cache, after writing the batch's own keys and values
+// into it: what, for each token, writing every token's k and v row and then attention over the rows of its
+// sequence's keys gives, without a gather of each sequence's keys.
+// - q (t, h_q, d), k (t, h_kv, d), v (t, h_kv, d_v): the batch's tokens, any mix of sequences, f16, bf16 or
+//   f32 (one dtype); h_q a multiple of h_kv.
+// - k_cache (rows, h_kv * d), v_cache (rows, h_kv * d_v): contiguous, f16, bf16, f32 or f8e4m3 (one dtype;
+//   rows are converted on write and widened to f32 on read); row r = block * block_size + i.
+// - slot (t): the cache row token i's k and v are written to; seq (t): its sequence, a row of block_table
+//   (n_seqs, max_blocks); pos (t): its position. All i32 on q's device, read by the device.
+// Token i attends over its sequence's keys at positions max(0, pos - window + 1) .. pos (window 0: from 0):
+// position p's key and value are at row block_table[seq, p / block_size] * block_size + p % block_size. scale
+// defaults to 1/sqrt(d). Returns (t, h_q, d_v) in q's dtype. Indices are clamped into range as slice_set's
+// start is (a slot or block past the cache, a sequence or position past the table), not errors: checking them
+// would need a host read. Two tokens with one slot: one of their rows is written.
+Tensor paged_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& k_cache, Tensor& v_cache,
+                       const Tensor& slot, const Tensor& block_table, const Tensor& seq, const Tensor& pos,
+                       size_t block_size, size_t window = 0, std::optional<double> scale = std::nullopt);
 
 }  // namespace wick::fast

@@ -113,6 +113,25 @@ struct AttentionDims {
   int64_t kv_len_stride = 0;
 };
 
+// fast::paged_attention (wick/fast.hpp): this is q (t, h_q, d), contiguous. k (t, h_kv, d) and v (t, h_kv, d_v)
+// are contiguous of q's dtype; the caches are contiguous (rows, h_kv * d) and (rows, h_kv * d_v) from element
+// offsets k_cache_offset / v_cache_offset, of cache_dtype; slot, seq, pos (t) and block_table (n_seqs,
+// max_blocks) are contiguous I32 from their element offsets. First every token's k and v row is written at
+// row pos::paged_slot(slot[i], rows), then each token attends (ops/positions.hpp: paged_*). The core has
+// checked shapes, dtypes and devices.
+struct PagedAttention {
+  size_t t, h_q, h_kv, d, d_v, rows, n_seqs, max_blocks, block_size, window;
+  double scale;
+  const Storage* k;
+  const Storage* v;
+  Storage* k_cache;
+  Storage* v_cache;
+  size_t k_cache_offset, v_cache_offset;
+  DType cache_dtype;
+  const Storage *slot, *seq, *pos, *table;
+  size_t slot_offset, seq_offset, pos_offset, table_offset;
+};
+
 // A QTensor's blocks (wick/quant.hpp): `rows` rows of `cols` elements of `type`, each row
 // cols / block_size blocks, rows back to back from byte 0 of a U8 storage. The core has checked
 // that the type is supported and cols is a whole number of blocks.
@@ -229,6 +248,8 @@ class Storage {
   // this is q; every layout is rank 4 with a unit-stride last dim (other strides arbitrary).
   virtual StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v,
                                const Layout& v_l, const AttentionDims& a) const = 0;
+  // this is q (PagedAttention); returns (t, h_q, d_v) of q's dtype and writes the caches.
+  virtual StoragePtr paged_attention(const PagedAttention& a) const = 0;
 
   // ---- quantized blocks (QuantDims above). Unless said otherwise `this` is the U8 block storage.
   // All rows decoded: (rows * cols) contiguous elements of dtype (F32, F16 or BF16).

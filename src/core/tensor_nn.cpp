@@ -360,6 +360,93 @@ Tensor attention_impl(const Tensor& q, const Tensor& k, const Tensor& v, const T
 
 }  // namespace
 
+Tensor fast::paged_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& k_cache, Tensor& v_cache,
+                             const Tensor& slot, const Tensor& block_table, const Tensor& seq, const Tensor& pos,
+                             size_t block_size, size_t window, std::optional<double> scale) {
+  const char* op = "paged_attention";
+  for (const Tensor* t : {&q, &k, &v, static_cast<const Tensor*>(&k_cache), static_cast<const Tensor*>(&v_cache), &slot,
+                          &block_table, &seq, &pos}) {
+    check_defined(*t, op);
+    check_same_device(q, *t, op);
+  }
+  const DType dt = q.dtype(), cdt = k_cache.dtype();
+  if (dt != DType::F16 && dt != DType::BF16 && dt != DType::F32)
+    throw Error(ErrorKind::DType, std::string(op) + ": q, k and v must be f16, bf16 or f32, got " + describe(q));
+  check_same_dtype(q, k, op);
+  check_same_dtype(q, v, op);
+  if (cdt != DType::F16 && cdt != DType::BF16 && cdt != DType::F32 && cdt != DType::F8E4M3)
+    throw Error(ErrorKind::DType,
+                std::string(op) + ": the caches must be f16, bf16, f32 or f8e4m3, got " + describe(k_cache));
+  check_same_dtype(k_cache, v_cache, op);
+  for (const Tensor* t : {&slot, &block_table, &seq, &pos})
+    if (t->dtype() != DType::I32)
+      throw Error(ErrorKind::DType, std::string(op) + ": slot, block_table, seq and pos must be i32, got " +
+                                        describe(*t) + "; convert it with to_dtype(DType::I32)");
+  const std::string shapes = "q " + describe(q) + ", k " + describe(k) + ", v " + describe(v) + ", k_cache " +
+                             describe(k_cache) + ", v_cache " + describe(v_cache) + ", slot " + describe(slot) +
+                             ", block_table " + describe(block_table) + ", seq " + describe(seq) + ", pos " +
+                             describe(pos);
+  if (q.rank() != 3 || k.rank() != 3 || v.rank() != 3 || k_cache.rank() != 2 || v_cache.rank() != 2 ||
+      block_table.rank() != 2 || slot.rank() != 1 || seq.rank() != 1 || pos.rank() != 1)
+    throw Error(ErrorKind::Shape, std::string(op) +
+                                      ": needs q (t, h_q, d), k (t, h_kv, d), v (t, h_kv, d_v), "
+                                      "k_cache (rows, h_kv*d), v_cache (rows, h_kv*d_v), block_table "
+                                      "(n_seqs, max_blocks) and slot, seq, pos (t); got " +
+                                      shapes);
+  const size_t t = q.dim(0), h_q = q.dim(1), d = q.dim(2), h_kv = k.dim(1), d_v = v.dim(2), rows = k_cache.dim(0);
+  const bool fit = k.dim(0) == t && v.dim(0) == t && k.dim(2) == d && v.dim(1) == h_kv && h_kv > 0 && h_q % h_kv == 0 &&
+                   k_cache.dim(1) == h_kv * d && v_cache.dim(1) == h_kv * d_v && v_cache.dim(0) == rows &&
+                   slot.dim(0) == t && seq.dim(0) == t && pos.dim(0) == t;
+  if (!fit)
+    throw Error(ErrorKind::Shape, std::string(op) +
+                                      ": shapes do not agree (t tokens, h_q a multiple of h_kv, the "
+                                      "caches' columns h_kv*d and h_kv*d_v, one row count): " +
+                                      shapes);
+  if (block_size == 0 || rows == 0 || rows % block_size != 0 || block_table.dim(0) == 0 || block_table.dim(1) == 0)
+    throw Error(ErrorKind::Shape, std::string(op) + ": the caches' " + S(rows) + " rows must be whole blocks of " +
+                                      S(block_size) + " (block_size > 0) and block_table non-empty: " + shapes);
+  if (!k_cache.is_contiguous() || !v_cache.is_contiguous())
+    throw Error(ErrorKind::Argument, std::string(op) + ": the caches must be contiguous: " + shapes);
+  if (k_cache.storage() == v_cache.storage())
+    throw Error(ErrorKind::Argument, std::string(op) + ": k_cache and v_cache share a storage; give each its own");
+  // Contiguous inputs; one sharing a cache's storage may be overwritten while it is read: read it out first.
+  // q, k and v also start at element 0 of their storages (as the backend takes them).
+  auto apart = [&](const Tensor& x, bool from_zero) {
+    const Tensor c = x.contiguous();
+    const bool shared = c.storage() == k_cache.storage() || c.storage() == v_cache.storage();
+    return shared || (from_zero && c.layout().offset != 0) ? c.copy() : c;
+  };
+  const Tensor qc = apart(q, true), kc = apart(k, true), vc = apart(v, true), sl = apart(slot, false),
+               tb = apart(block_table, false), sq = apart(seq, false), ps = apart(pos, false);
+  const PagedAttention a{t,
+                         h_q,
+                         h_kv,
+                         d,
+                         d_v,
+                         rows,
+                         block_table.dim(0),
+                         block_table.dim(1),
+                         block_size,
+                         window,
+                         scale ? *scale : (d == 0 ? 1.0 : 1.0 / std::sqrt(double(d))),
+                         kc.storage().get(),
+                         vc.storage().get(),
+                         k_cache.storage().get(),
+                         v_cache.storage().get(),
+                         k_cache.layout().offset,
+                         v_cache.layout().offset,
+                         cdt,
+                         sl.storage().get(),
+                         sq.storage().get(),
+                         ps.storage().get(),
+                         tb.storage().get(),
+                         sl.layout().offset,
+                         sq.layout().offset,
+                         ps.layout().offset,
+                         tb.layout().offset};
+  return wrap_like(qc.storage()->paged_attention(a), {t, h_q, d_v}, q);
+}
+
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, std::optional<double> scale) {
   return attention_impl(q, k, v, Tensor(), causal, scale, "attention");
 }

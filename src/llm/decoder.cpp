@@ -118,9 +118,10 @@ Tensor DecoderModel::forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCac
     throw Error(ErrorKind::Argument, "Model::forward_batch: the cache (" + std::to_string(cache.n_layers()) +
                                          " layers of " + cache.k(0).str() +
                                          ") does not fit this model; make it with make_paged_cache()");
-  const size_t bt = cache.block_tokens(), nb = cache.n_blocks(), W = spec_.sliding_window;
-  std::vector<int32_t> ids, pos, logit_rows;
-  PagedStep step{};
+  const size_t bt = cache.block_tokens(), nb = cache.n_blocks();
+  size_t max_blocks = 1;
+  for (const BatchSeq& q : seqs) max_blocks = std::max(max_blocks, q.blocks.size());
+  std::vector<int32_t> ids, pos, slot, seq, table(seqs.size() * max_blocks, 0), logit_rows;
   size_t max_pos = 0;
   for (size_t si = 0; si < seqs.size(); ++si) {
     const BatchSeq& q = seqs[si];
@@ -132,54 +133,41 @@ Tensor DecoderModel::forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCac
                                            std::to_string(q.blocks.size()) + " blocks of " + std::to_string(bt) +
                                            " tokens hold fewer; give it a block for every " + std::to_string(bt) +
                                            " tokens");
-    for (int32_t b : q.blocks)
+    for (size_t j = 0; j < q.blocks.size(); ++j) {
+      const int32_t b = q.blocks[j];
       if (b < 0 || size_t(b) >= nb)
         throw Error(ErrorKind::Index,
                     who + ": block " + std::to_string(b) + " is outside the cache's " + std::to_string(nb) + " blocks");
-    auto slot = [&](size_t p) { return size_t(q.blocks[p / bt]) * bt + p % bt; };
-    const size_t row0 = ids.size();
+      table[si * max_blocks + j] = b;
+    }
     for (size_t i = 0; i < n; ++i) {
       const int32_t id = q.tokens[i];
       if (id < 0 || size_t(id) >= c.vocab_size)
         throw Error(ErrorKind::Index, who + ": token id " + std::to_string(id) + " is outside the vocabulary (" +
                                           std::to_string(c.vocab_size) + " tokens)");
+      const size_t p = q.pos0 + i;
       ids.push_back(id);
-      pos.push_back(static_cast<int32_t>(q.pos0 + i));
-    }
-    for (size_t i = 0; i < n;) {  // runs of tokens in consecutive cache rows
-      const size_t s0 = slot(q.pos0 + i);
-      size_t len = 1;
-      while (i + len < n && slot(q.pos0 + i + len) == s0 + len) ++len;
-      step.writes.push_back({row0 + i, len, s0});
-      i += len;
-    }
-    auto keys = [&](size_t k0, size_t k1) {
-      std::vector<int32_t> rows;
-      rows.reserve(k1 - k0);
-      for (size_t p = k0; p < k1; ++p) rows.push_back(static_cast<int32_t>(slot(p)));
-      return Tensor::from_vector(rows, {rows.size()}, device_);
-    };
-    if (W == 0 || end <= W) {
-      step.groups.push_back({row0, n, keys(0, end)});
-    } else {  // queries before position W see every earlier key; later ones their window, one by one
-      size_t i = 0;
-      if (q.pos0 < W) {
-        i = W - q.pos0;
-        step.groups.push_back({row0, i, keys(0, W)});
-      }
-      for (; i < n; ++i) step.groups.push_back({row0 + i, 1, keys(q.pos0 + i + 1 - W, q.pos0 + i + 1)});
+      pos.push_back(static_cast<int32_t>(p));
+      slot.push_back(static_cast<int32_t>(size_t(q.blocks[p / bt]) * bt + p % bt));
+      seq.push_back(static_cast<int32_t>(si));
     }
     max_pos = std::max(max_pos, end);
-    if (q.logits) logit_rows.push_back(static_cast<int32_t>(row0 + n - 1));
+    if (q.logits) logit_rows.push_back(static_cast<int32_t>(ids.size() - 1));
   }
   const size_t T = ids.size();
+  size_t rope_rows = 256;  // the rotary table grows by doubling, up to the cache's rows
+  while (rope_rows < max_pos) rope_rows *= 2;
+  rope_.ensure(std::min(rope_rows, nb * bt));
+  PagedStep step{};
   step.rows = T;
-  size_t table = 256;  // the rotary table grows by doubling, up to the cache's rows
-  while (table < max_pos) table *= 2;
-  rope_.ensure(std::min(table, nb * bt));
-  const Tensor pos_t = Tensor::from_vector(pos, {T}, device_);
-  step.cos = rope_.cos().embedding(pos_t);
-  step.sin = rope_.sin().embedding(pos_t);
+  step.pos = Tensor::from_vector(pos, {T}, device_);
+  step.cos = rope_.cos().embedding(step.pos);
+  step.sin = rope_.sin().embedding(step.pos);
+  step.slot = Tensor::from_vector(slot, {T}, device_);
+  step.seq = Tensor::from_vector(seq, {T}, device_);
+  step.block_table = Tensor::from_vector(table, {seqs.size(), max_blocks}, device_);
+  step.block_tokens = bt;
+  step.window = spec_.sliding_window;
   Residual r{embed_.forward(Tensor::from_vector(ids, {T}, device_)), Tensor()};
   for (size_t l = 0; l < layers_.size(); ++l) {
     layers_[l].attn.forward_paged(r, cache.k(l), cache.v(l), step, fusions_, dtype_);

@@ -170,30 +170,12 @@ void Attention::forward_paged(Residual& r, Tensor& kc, Tensor& vc, const PagedSt
   const size_t T = s.rows, nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
   const Projected p = project(r, T, f);
   const auto [q, k] = rope_qk(p, T, s.cos, s.sin);
-  const DType cdt = kc.dtype();
-  // Each token's K and V row into its slot: runs of tokens in consecutive slots, one copy each.
-  const Tensor k_rows = k.transpose(1, 2).reshape({T, nkv * hd}).to_dtype(cdt);
-  const Tensor v_rows = p.v.reshape({T, nkv * hd}).to_dtype(cdt);
-  for (const PagedStep::Run& w : s.writes) {
-    kc.slice_set(k_rows.narrow(0, w.row, w.n), 0, w.slot);
-    vc.slice_set(v_rows.narrow(0, w.row, w.n), 0, w.slot);
-  }
-  // Each group of queries over its keys, gathered from the cache rows into one run; an 8-bit cache's rows
-  // are widened to the activations' type for the attention.
-  const DType adt = cdt == DType::F8E4M3 ? dtype : cdt;
-  const Tensor qc = q.to_dtype(adt);
-  std::vector<Tensor> outs;
-  outs.reserve(s.groups.size());
-  for (const PagedStep::Group& g : s.groups) {
-    const size_t L = g.keys.dim(0);
-    auto gather = [&](const Tensor& cache) {
-      return cache.embedding(g.keys).to_dtype(adt).reshape({1, L, nkv, hd}).transpose(1, 2);
-    };
-    outs.push_back(attention(qc.narrow(2, g.row, g.n), gather(kc), gather(vc), /*causal=*/true));
-  }
-  Tensor a = outs.size() == 1 ? outs[0] : Tensor::cat(outs, 2);
-  a = a.to_dtype(dtype).transpose(1, 2).reshape({T, nh * hd});
-  r.pending = o_.forward(a);
+  // Tokens first: q (T, heads, hd), k and v (T, kv heads, hd); the op writes k and v to their slots, then
+  // attends each token over its sequence's keys through the block table.
+  const Tensor a = fast::paged_attention(q.transpose(1, 2).reshape({T, nh, hd}),
+                                         k.transpose(1, 2).reshape({T, nkv, hd}), p.v.reshape({T, nkv, hd}), kc, vc,
+                                         s.slot, s.block_table, s.seq, s.pos, s.block_tokens, s.window);
+  r.pending = o_.forward(a.to_dtype(dtype).reshape({T, nh * hd}));
 }
 
 void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps, const Fusions& f) {

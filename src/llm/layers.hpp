@@ -98,22 +98,14 @@ struct Step {
   size_t view;
 };
 
-// Where a batched forward's K/V rows go and which keys each query sees (Model::forward_batch): each
-// token's rotary rows, the runs of tokens written to consecutive cache rows (slots), and the groups of
-// queries (a sequence's tokens; under a sliding window, single tokens past it) with the cache rows of
-// their keys, oldest first, the group's own last (causal, bottom-right aligned).
+// Where a batched forward's K/V rows go and which keys each token sees (Model::forward_batch), as
+// fast::paged_attention takes them: each token's rotary rows, cache row (slot), sequence (a row of the
+// block table) and position, all on the device, and the sliding window.
 struct PagedStep {
   size_t rows;
-  Tensor cos, sin;  // (rows, rope half)
-  struct Run {
-    size_t row, n, slot;  // batch rows row .. row + n - 1 go to cache rows slot .. slot + n - 1
-  };
-  std::vector<Run> writes;
-  struct Group {
-    size_t row, n;  // batch rows
-    Tensor keys;    // i32 cache rows, on the device
-  };
-  std::vector<Group> groups;  // in row order, every row in one
+  Tensor cos, sin;                      // (rows, rope half)
+  Tensor slot, seq, pos, block_table;   // i32: (rows) x 3, (sequences, most blocks)
+  size_t block_tokens = 0, window = 0;  // window 0: every earlier key
 };
 
 struct AttentionSpec {

@@ -2,8 +2,9 @@
 // rms_norm and layer_norm (with and without weight/bias), rope_i / rope / rope_thd (shared and
 // per-batch cos/sin), silu_mul (same shape and broadcast row), swiglu, attention (plain, causal,
 // grouped-query, t_q < t_kv, explicit scale, (b, t, h, d) storage), attention_kv_len (per-batch
-// and shared lengths, clamped ones). The Empty layout empties a row dim (rows, or t for
-// rope/attention).
+// and shared lengths, clamped ones), paged_attention (three sequences over shuffled blocks, a window).
+// The Empty layout empties a row dim (rows, or t for rope/attention).
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
@@ -141,6 +142,30 @@ void add_nn_cases(std::vector<Case>& out) {
                                             kc, vc, in.lay(Tensor::full({1}, start, DType::I32)));
             return {q, kc, vc};
           });
+
+  // fast::paged_attention: three sequences over shuffled blocks of 4 (a decode token after 9, a 6-token chunk
+  // after 2, a new 3-token prompt), grouped-query heads, d 16 and d_v 8, with and without a window of 5; the
+  // output and both caches after the write (the caches of the case dtype).
+  for (size_t window : {size_t(0), size_t(5)})
+    add(out, "paged_attention", window ? "window=5" : "", {DType::BF16, DType::F16, DType::F32},
+        [window](Inputs& in) -> std::vector<Tensor> {
+          const std::vector<int32_t> table{7, 2, 9, 0, 4, 11, 1, 5, 3, 8, 6, 10};
+          std::vector<int32_t> slot, seq, pos;
+          for (const auto& [s, pos0, n] : {std::array<int32_t, 3>{0, 9, 1}, {1, 2, 6}, {2, 0, 3}})
+            for (int32_t i = 0; i < n; ++i) {
+              seq.push_back(s);
+              pos.push_back(pos0 + i);
+              slot.push_back(table[size_t(s) * 4 + size_t(pos0 + i) / 4] * 4 + (pos0 + i) % 4);
+            }
+          const size_t t = slot.size();
+          auto i32 = [&](const std::vector<int32_t>& v, const Shape& sh) {
+            return in.lay(Tensor::from_vector(v, sh)).contiguous();
+          };
+          Tensor kc = in.x_nb({48, 32}, 461).contiguous(), vc = in.x_nb({48, 16}, 462).contiguous();
+          Tensor o = fast::paged_attention(in.x({t, 4, 16}, 463), in.x({t, 2, 16}, 464), in.x({t, 2, 8}, 465), kc, vc,
+                                           i32(slot, {t}), i32(table, {3, 4}), i32(seq, {t}), i32(pos, {t}), 4, window);
+          return {o, kc, vc};
+        });
 
   add(out, "silu_mul", "", kFloats, [](Inputs& in) -> std::vector<Tensor> {
     return {in.x({in.n(5), 17, 33}, 431).silu_mul(in.x({in.n(5), 17, 33}, 432))};

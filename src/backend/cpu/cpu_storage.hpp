@@ -87,6 +87,7 @@ class CpuStorage final : public Storage {
   StoragePtr silu_mul(const Layout& l, const Storage& up, const Layout& up_l, StoragePtr* q8_1) const override;
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
                        const AttentionDims& a) const override;
+  StoragePtr paged_attention(const PagedAttention& a) const override;
 
   // quant.cpp (dequantize, qembedding), quantize.cpp (quantize), qmatmul.cpp (qmatmul)
   StoragePtr dequantize(const QuantDims& q, DType dtype) const override;

@@ -423,4 +423,104 @@ StoragePtr CpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
   });
 }
 
+// fast::paged_attention: the batch's k and v rows into the caches, then each (token, q head) row over its
+// sequence's keys with the online softmax in f32 (as attention_rows), keys read through the block table.
+StoragePtr CpuStorage::paged_attention(const PagedAttention& a) const {
+  auto out = new_storage(a.t * a.h_q * a.d_v, dtype_);
+  if (a.t == 0) return out;
+  const int32_t* slot = as_cpu(*a.slot).ptr<int32_t>() + a.slot_offset;
+  const int32_t* seq = as_cpu(*a.seq).ptr<int32_t>() + a.seq_offset;
+  const int32_t* pos = as_cpu(*a.pos).ptr<int32_t>() + a.pos_offset;
+  const int32_t* table = as_cpu(*a.table).ptr<int32_t>() + a.table_offset;
+  const size_t kcols = a.h_kv * a.d, vcols = a.h_kv * a.d_v, group = a.h_q / a.h_kv;
+  const int64_t rows = int64_t(a.rows), n_blocks = int64_t(a.rows / a.block_size),
+                max_keys = int64_t(a.max_blocks * a.block_size);
+  return dispatch_dtype(dtype_, [&](auto tag) -> StoragePtr {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16> || std::is_same_v<T, float>) {
+      return dispatch_dtype(a.cache_dtype, [&](auto ctag) -> StoragePtr {
+        using CT = decltype(ctag);
+        if constexpr (std::is_same_v<CT, f16> || std::is_same_v<CT, bf16> || std::is_same_v<CT, float> ||
+                      std::is_same_v<CT, f8e4m3>) {
+          CT* kc = as_cpu(*a.k_cache).ptr<CT>() + a.k_cache_offset;
+          CT* vc = as_cpu(*a.v_cache).ptr<CT>() + a.v_cache_offset;
+          const T* kn = as_cpu(*a.k).ptr<T>();
+          const T* vn = as_cpu(*a.v).ptr<T>();
+          for (size_t i = 0; i < a.t; ++i) {
+            const int64_t r = pos::paged_slot(slot[i], rows);
+            for (size_t c = 0; c < kcols; ++c)
+              kc[size_t(r) * kcols + c] = cast<CT>(float(to_compute(kn[i * kcols + c])));
+            for (size_t c = 0; c < vcols; ++c)
+              vc[size_t(r) * vcols + c] = cast<CT>(float(to_compute(vn[i * vcols + c])));
+          }
+          const T* q = ptr<T>();
+          T* o = out->template ptr<T>();
+          const float scale = float(a.scale);
+          // One task per (token, KV head): the group's q heads share each key and value row, widened to f32
+          // once; keys in blocks of kKeyBlock, the running max and sum rescaled once a block (as attention_rows).
+          parallel_for(
+              a.t * a.h_kv,
+              [&](size_t r0, size_t r1) {
+                std::vector<float> qv(group * a.d), acc(group * a.d_v), sc(group * kKeyBlock), kf(a.d), vf(a.d_v),
+                    mx(group), sum(group);
+                std::vector<size_t> rows_of(kKeyBlock);
+                for (size_t rr = r0; rr < r1; ++rr) {
+                  const size_t i = rr / a.h_kv, hk = rr % a.h_kv;
+                  const int32_t* trow = table + pos::paged_seq(seq[i], int64_t(a.n_seqs)) * int64_t(a.max_blocks);
+                  const int64_t p = pos::paged_pos(pos[i], max_keys),
+                                first = pos::paged_first_key(p, int64_t(a.window));
+                  for (size_t g = 0; g < group; ++g)
+                    for (size_t e = 0; e < a.d; ++e)
+                      qv[g * a.d + e] = float(to_compute(q[(i * a.h_q + hk * group + g) * a.d + e])) * scale;
+                  std::fill(acc.begin(), acc.end(), 0.0f);
+                  std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
+                  std::fill(sum.begin(), sum.end(), 0.0f);
+                  for (int64_t j0 = first; j0 <= p; j0 += int64_t(kKeyBlock)) {
+                    const size_t nb = size_t(std::min<int64_t>(int64_t(kKeyBlock), p - j0 + 1));
+                    for (size_t j = 0; j < nb; ++j) {
+                      rows_of[j] = size_t(pos::paged_row(trow, j0 + int64_t(j), int64_t(a.block_size), n_blocks));
+                      const CT* kr = kc + rows_of[j] * kcols + hk * a.d;
+                      for (size_t e = 0; e < a.d; ++e) kf[e] = float(to_compute(kr[e]));
+                      for (size_t g = 0; g < group; ++g)
+                        sc[g * kKeyBlock + j] = dot_row(qv.data() + g * a.d, kf.data(), a.d);
+                    }
+                    for (size_t g = 0; g < group; ++g) {
+                      float bmx = mx[g];
+                      for (size_t j = 0; j < nb; ++j) bmx = sc[g * kKeyBlock + j] > bmx ? sc[g * kKeyBlock + j] : bmx;
+                      const float corr = mx[g] == bmx ? 1.0f : fmath::exp(mx[g] - bmx);  // exp(-inf) = 0 at first
+                      sum[g] *= corr;
+                      for (size_t e = 0; e < a.d_v; ++e) acc[g * a.d_v + e] *= corr;
+                      mx[g] = bmx;
+                      for (size_t j = 0; j < nb; ++j) {
+                        sc[g * kKeyBlock + j] = fmath::exp(sc[g * kKeyBlock + j] - bmx);
+                        sum[g] += sc[g * kKeyBlock + j];
+                      }
+                    }
+                    for (size_t j = 0; j < nb; ++j) {
+                      const CT* vr = vc + rows_of[j] * vcols + hk * a.d_v;
+                      for (size_t e = 0; e < a.d_v; ++e) vf[e] = float(to_compute(vr[e]));
+                      for (size_t g = 0; g < group; ++g) {
+                        const float pj = sc[g * kKeyBlock + j];
+                        float* ag = acc.data() + g * a.d_v;
+                        for (size_t e = 0; e < a.d_v; ++e) ag[e] += pj * vf[e];
+                      }
+                    }
+                  }
+                  for (size_t g = 0; g < group; ++g)
+                    for (size_t e = 0; e < a.d_v; ++e)
+                      o[(i * a.h_q + hk * group + g) * a.d_v + e] = cast<T>(acc[g * a.d_v + e] / sum[g]);
+                }
+              },
+              row_grain(64 * group * (a.d + a.d_v)));
+          return out;
+        } else {
+          throw Error(ErrorKind::DType, std::string("paged_attention: caches of ") + dtype_name(a.cache_dtype));
+        }
+      });
+    } else {
+      throw Error(ErrorKind::DType, std::string("paged_attention: q of ") + dtype_name(dtype_));
+    }
+  });
+}
+
 }  // namespace wick::cpu

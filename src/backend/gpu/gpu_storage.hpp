@@ -146,6 +146,8 @@ class GpuStorage final : public Storage {
   // kernels/attention.cu (+ blas.cu)
   StoragePtr attention(const Layout& q_l, const Storage& k, const Layout& k_l, const Storage& v, const Layout& v_l,
                        const AttentionDims& a) const override;
+  // kernels/attention_paged.cu
+  StoragePtr paged_attention(const PagedAttention& a) const override;
 
   // kernels/quant.cu (dequantize, quantize, qembedding), kernels/qmatmul.cu (qmatmul, qmatmul_rms_norm)
   StoragePtr dequantize(const QuantDims& q, DType dtype) const override;
