@@ -424,7 +424,7 @@ StoragePtr CpuStorage::attention(const Layout& q_l, const Storage& k_s, const La
 }
 
 // fast::paged_attention: the batch's k and v rows into the caches, then each (token, q head) row over its
-// sequence's keys with the online softmax in f32 (as attention_rows), keys read through the block table.
+// sequence's keys read through the block table, in f32 (attention_set_f32, as the dense op's sets).
 StoragePtr CpuStorage::paged_attention(const PagedAttention& a) const {
   auto out = new_storage(a.t * a.h_q * a.d_v, dtype_);
   if (a.t == 0) return out;
@@ -456,62 +456,56 @@ StoragePtr CpuStorage::paged_attention(const PagedAttention& a) const {
           const T* q = ptr<T>();
           T* o = out->template ptr<T>();
           const float scale = float(a.scale);
-          // One task per (token, KV head): the group's q heads share each key and value row, widened to f32
-          // once; keys in blocks of kKeyBlock, the running max and sum rescaled once a block (as attention_rows).
-          parallel_for(
-              a.t * a.h_kv,
-              [&](size_t r0, size_t r1) {
-                std::vector<float> qv(group * a.d), acc(group * a.d_v), sc(group * kKeyBlock), kf(a.d), vf(a.d_v),
-                    mx(group), sum(group);
-                std::vector<size_t> rows_of(kKeyBlock);
-                for (size_t rr = r0; rr < r1; ++rr) {
-                  const size_t i = rr / a.h_kv, hk = rr % a.h_kv;
-                  const int32_t* trow = table + pos::paged_seq(seq[i], int64_t(a.n_seqs)) * int64_t(a.max_blocks);
-                  const int64_t p = pos::paged_pos(pos[i], max_keys),
-                                first = pos::paged_first_key(p, int64_t(a.window));
-                  for (size_t g = 0; g < group; ++g)
-                    for (size_t e = 0; e < a.d; ++e)
-                      qv[g * a.d + e] = float(to_compute(q[(i * a.h_q + hk * group + g) * a.d + e])) * scale;
-                  std::fill(acc.begin(), acc.end(), 0.0f);
-                  std::fill(mx.begin(), mx.end(), -std::numeric_limits<float>::infinity());
-                  std::fill(sum.begin(), sum.end(), 0.0f);
-                  for (int64_t j0 = first; j0 <= p; j0 += int64_t(kKeyBlock)) {
-                    const size_t nb = size_t(std::min<int64_t>(int64_t(kKeyBlock), p - j0 + 1));
-                    for (size_t j = 0; j < nb; ++j) {
-                      rows_of[j] = size_t(pos::paged_row(trow, j0 + int64_t(j), int64_t(a.block_size), n_blocks));
-                      const CT* kr = kc + rows_of[j] * kcols + hk * a.d;
-                      for (size_t e = 0; e < a.d; ++e) kf[e] = float(to_compute(kr[e]));
-                      for (size_t g = 0; g < group; ++g)
-                        sc[g * kKeyBlock + j] = dot_row(qv.data() + g * a.d, kf.data(), a.d);
-                    }
-                    for (size_t g = 0; g < group; ++g) {
-                      float bmx = mx[g];
-                      for (size_t j = 0; j < nb; ++j) bmx = sc[g * kKeyBlock + j] > bmx ? sc[g * kKeyBlock + j] : bmx;
-                      const float corr = mx[g] == bmx ? 1.0f : fmath::exp(mx[g] - bmx);  // exp(-inf) = 0 at first
-                      sum[g] *= corr;
-                      for (size_t e = 0; e < a.d_v; ++e) acc[g * a.d_v + e] *= corr;
-                      mx[g] = bmx;
-                      for (size_t j = 0; j < nb; ++j) {
-                        sc[g * kKeyBlock + j] = fmath::exp(sc[g * kKeyBlock + j] - bmx);
-                        sum[g] += sc[g * kKeyBlock + j];
-                      }
-                    }
-                    for (size_t j = 0; j < nb; ++j) {
-                      const CT* vr = vc + rows_of[j] * vcols + hk * a.d_v;
-                      for (size_t e = 0; e < a.d_v; ++e) vf[e] = float(to_compute(vr[e]));
-                      for (size_t g = 0; g < group; ++g) {
-                        const float pj = sc[g * kKeyBlock + j];
-                        float* ag = acc.data() + g * a.d_v;
-                        for (size_t e = 0; e < a.d_v; ++e) ag[e] += pj * vf[e];
-                      }
-                    }
-                  }
-                  for (size_t g = 0; g < group; ++g)
-                    for (size_t e = 0; e < a.d_v; ++e)
-                      o[(i * a.h_q + hk * group + g) * a.d_v + e] = cast<T>(acc[g * a.d_v + e] / sum[g]);
+          // Runs of tokens of one sequence at consecutive positions (a prompt chunk; a decode token alone),
+          // each seeing keys [k0, its position]: k0 is 0, or under a window each token is its own run. A
+          // (run, KV head) task widens the run's keys into attention_set_f32's transposed blocks once and its
+          // values into rows, then scores the run's query rows (its tokens x the group's heads) in sets of
+          // kAttnSetRows in vector registers, as attention_sets does for the dense op.
+          std::vector<int64_t> tpos(a.t), tseq(a.t);
+          for (size_t i = 0; i < a.t; ++i) {
+            tpos[i] = pos::paged_pos(pos[i], max_keys);
+            tseq[i] = pos::paged_seq(seq[i], int64_t(a.n_seqs));
+          }
+          std::vector<size_t> run_start{0};
+          for (size_t i = 1; i < a.t; ++i)
+            if (a.window != 0 || tseq[i] != tseq[i - 1] || tpos[i] != tpos[i - 1] + 1) run_start.push_back(i);
+          run_start.push_back(a.t);
+          const size_t n_runs = run_start.size() - 1;
+          constexpr size_t L = kAttnKeyLanes, R = kAttnSetRows;
+          parallel_for(n_runs * a.h_kv, [&](size_t c0, size_t c1) {
+            std::vector<float> kt, vf, row(a.d), qb(R * a.d), ob(R * a.d_v);
+            size_t nk[R], orow[R];
+            for (size_t c = c0; c < c1; ++c) {
+              const size_t run = c / a.h_kv, hk = c % a.h_kv, i0 = run_start[run], i1 = run_start[run + 1];
+              const int32_t* trow = table + tseq[i0] * int64_t(a.max_blocks);
+              const int64_t k0 = pos::paged_first_key(tpos[i0], int64_t(a.window)), k1 = tpos[i1 - 1] + 1;
+              const size_t tc = size_t(k1 - k0), nblk = (tc + L - 1) / L;
+              kt.assign(nblk * a.d * L, 0.0f);
+              vf.resize(tc * a.d_v);
+              for (size_t j = 0; j < tc; ++j) {
+                const size_t r = size_t(pos::paged_row(trow, k0 + int64_t(j), int64_t(a.block_size), n_blocks));
+                const CT* kr = kc + r * kcols + hk * a.d;
+                const CT* vr = vc + r * vcols + hk * a.d_v;
+                row_to_compute(kr, row.data(), a.d);
+                float* dst = kt.data() + (j / L) * a.d * L + j % L;
+                for (size_t e = 0; e < a.d; ++e) dst[e * L] = row[e];
+                row_to_compute(vr, vf.data() + j * a.d_v, a.d_v);
+              }
+              const size_t rows_of_run = (i1 - i0) * group;
+              for (size_t u0 = 0; u0 < rows_of_run; u0 += R) {
+                const size_t m = std::min(R, rows_of_run - u0);
+                for (size_t x = 0; x < m; ++x) {
+                  const size_t i = i0 + (u0 + x) / group, hq = hk * group + (u0 + x) % group;
+                  nk[x] = size_t(tpos[i] - k0 + 1);
+                  orow[x] = i * a.h_q + hq;
+                  for (size_t e = 0; e < a.d; ++e) qb[x * a.d + e] = float(to_compute(q[orow[x] * a.d + e])) * scale;
                 }
-              },
-              row_grain(64 * group * (a.d + a.d_v)));
+                attention_set_f32(qb.data(), a.d, nk, m, kt.data(), vf.data(), a.d_v, a.d, a.d_v, ob.data());
+                for (size_t x = 0; x < m; ++x)
+                  for (size_t e = 0; e < a.d_v; ++e) o[orow[x] * a.d_v + e] = cast<T>(ob[x * a.d_v + e]);
+              }
+            }
+          }, 1);
           return out;
         } else {
           throw Error(ErrorKind::DType, std::string("paged_attention: caches of ") + dtype_name(a.cache_dtype));
