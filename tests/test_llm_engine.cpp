@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "llm_model_util.hpp"
@@ -257,6 +258,51 @@ TEST(LlmEngine, CancelFreesEveryBlock) {
   EXPECT_EQ(d.ids.size(), 3u);
   EXPECT_EQ(d.reason, "cancelled");
   EXPECT_EQ(eng.stats().blocks_used, 0u);
+}
+
+// A stream read on another thread while one thread steps: the same ids as alone, then the end, then
+// nothing; a stream nobody holds any more cancels its request.
+TEST(LlmEngine, StreamsAcrossThreads) {
+  Engine eng(*loaded().m, loaded().tok, small(100));
+  const std::vector<int32_t> p = prompt_of(11, 3);
+  Request r;
+  r.prompt = p;
+  r.sampling = sampling(false, 5);
+  r.max_tokens = 9;
+  r.ignore_eos = true;
+  std::shared_ptr<TokenStream> s = eng.submit_stream(r);
+  std::thread stepper([&] {
+    for (int i = 0; i < 1000 && (eng.stats().running + eng.stats().waiting) > 0; ++i) eng.step();
+  });
+  std::vector<int32_t> ids;
+  TokenEvent e;
+  std::string reason;
+  for (int i = 0; i < 100 && s->next(e, std::chrono::seconds(10)); ++i) {
+    if (e.finished) {
+      reason = e.finish_reason;
+    } else {
+      ids.push_back(e.token);
+    }
+  }
+  stepper.join();
+  EXPECT_EQ(reason, "length");
+  EXPECT_EQ(ids, alone(p, sampling(false, 5), 9, true));
+  EXPECT_FALSE(s->next(e, std::chrono::milliseconds(1)));
+  std::shared_ptr<TokenStream> dropped = eng.submit_stream(r);
+  eng.step();
+  dropped.reset();
+  eng.run_until_idle();
+  EXPECT_EQ(eng.stats().cancelled, 1u);
+  EXPECT_EQ(eng.stats().blocks_used, 0u);
+}
+
+// A pool that cannot fit the device's memory is an error saying what fits.
+TEST(LlmEngine, PoolPastMemoryIsAnError) {
+  EngineOptions o;
+  o.kv_bytes = size_t{1} << 50;
+  const std::string msg = what_of([&] { Engine e(*loaded().m, loaded().tok, o); });
+  EXPECT_NE(msg.find("does not fit"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("blocks of 16 tokens fit"), std::string::npos) << msg;
 }
 
 // Stop strings and end-of-generation end a request with generate()'s text and reason.

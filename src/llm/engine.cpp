@@ -8,7 +8,10 @@
 // they reach its last token, so its output continues exactly where it stopped.
 #include "wick/llm/engine.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <span>
@@ -410,6 +413,23 @@ struct Engine::Impl {
 
 namespace {
 
+// Memory a pool may take: on a GPU what wick's allocator does not hold of the device's; on the CPU the
+// physical memory.
+size_t memory_free(const Device& d) {
+  if (d.is_gpu()) {
+    const size_t total = device_info(d).total_memory, held = memory_stats(d).in_use;
+    return total > held ? total - held : 0;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+}
+
+std::string gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
+  return buf;
+}
+
 size_t pool_blocks(const Model& m, const EngineOptions& o, DType dt) {
   if (o.block_tokens == 0 || o.block_tokens > 1024)
     throw Error(ErrorKind::Argument,
@@ -417,20 +437,21 @@ size_t pool_blocks(const Model& m, const EngineOptions& o, DType dt) {
   if (o.max_seqs == 0 || o.max_batch_tokens == 0)
     throw Error(ErrorKind::Argument, "Engine: max_seqs and max_batch_tokens must be positive");
   const size_t block_bytes = o.block_tokens * m.kv_bytes_per_token(dt);
-  if (o.kv_blocks) return o.kv_blocks;
-  size_t bytes = o.kv_bytes;
-  if (!bytes) {
+  const size_t free = memory_free(m.device());
+  size_t bytes = o.kv_blocks ? o.kv_blocks * block_bytes : o.kv_bytes;
+  if (!o.kv_blocks && !o.kv_bytes) {
     if (!(o.kv_fraction > 0 && o.kv_fraction <= 1))
       throw Error(ErrorKind::Argument, "Engine: kv_fraction " + std::to_string(o.kv_fraction) +
                                            " must be in (0, 1]; or give kv_bytes or kv_blocks");
-    const Device d = m.device();
-    if (d.is_gpu()) {
-      const size_t total = device_info(d).total_memory, held = memory_stats(d).in_use;
-      bytes = static_cast<size_t>(o.kv_fraction * double(total > held ? total - held : 0));
-    } else {
-      bytes = size_t{4} << 30;
-    }
+    bytes = m.device().is_gpu() ? static_cast<size_t>(o.kv_fraction * double(free)) : std::min(size_t{4} << 30, free);
   }
+  if (free != 0 && bytes > free)
+    throw Error(ErrorKind::OutOfMemory, "Engine: a KV pool of " + gib(bytes) + " does not fit the " + gib(free) +
+                                            " free on " + m.device().name() + "; at most " +
+                                            std::to_string(free / block_bytes) + " blocks of " +
+                                            std::to_string(o.block_tokens) +
+                                            " tokens fit (less, leaving room for "
+                                            "activations): lower kv_blocks, kv_bytes or kv_fraction");
   const size_t n = bytes / block_bytes;
   if (n == 0)
     throw Error(ErrorKind::OutOfMemory, "Engine: " + std::to_string(bytes) + " bytes of KV memory hold no block of " +
@@ -469,6 +490,37 @@ uint64_t Engine::submit(Request r) {
   impl_->inbox.push_back(std::make_unique<Sequence>(id, std::move(r), m.tok));
   ++impl_->st.waiting;
   return id;
+}
+
+void TokenStream::push(const TokenEvent& e) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    events_.push_back(e);
+  }
+  cv_.notify_one();
+}
+
+bool TokenStream::next(TokenEvent& e, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (done_) return false;
+  if (!cv_.wait_for(lk, timeout, [&] { return !events_.empty(); })) return false;
+  e = std::move(events_.front());
+  events_.pop_front();
+  done_ = e.finished;
+  return true;
+}
+
+std::shared_ptr<TokenStream> Engine::submit_stream(Request r) {
+  auto stream = std::make_shared<TokenStream>();
+  std::weak_ptr<TokenStream> weak = stream;
+  r.on_event = [weak](const TokenEvent& e) {
+    const std::shared_ptr<TokenStream> s = weak.lock();
+    if (!s) return false;  // nobody reads it any more: cancel
+    s->push(e);
+    return true;
+  };
+  stream->id_ = submit(std::move(r));
+  return stream;
 }
 
 void Engine::cancel(uint64_t id) {

@@ -6,10 +6,14 @@
 // blocks are shared between prompts with the same prefix and kept after their sequences end until the
 // pool needs them; when the pool is full, new requests wait and the youngest running sequence is
 // preempted (its KV recomputed later), with the same output it would have had.
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +72,26 @@ struct Request {
   std::function<bool(const TokenEvent&)> on_event;
 };
 
+// A request's events as a queue that another thread reads (Engine::submit_stream): the stepping thread
+// pushes, the reader takes them in order. Dropping the last reference to the stream cancels its request
+// at the next token.
+class TokenStream {
+ public:
+  // The next event, waiting at most `timeout`; false when none came in time, or once the finished event
+  // has been taken.
+  bool next(TokenEvent& e, std::chrono::milliseconds timeout);
+  uint64_t id() const { return id_; }
+
+ private:
+  friend class Engine;
+  void push(const TokenEvent& e);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<TokenEvent> events_;
+  bool done_ = false;  // the finished event was taken
+  uint64_t id_ = 0;
+};
+
 struct EngineStats {
   size_t running = 0, waiting = 0;
   size_t blocks_total = 0, blocks_used = 0, blocks_free = 0, blocks_cached = 0;
@@ -87,6 +111,8 @@ class Engine {
   // Thread-safe. Error(Argument) for an empty prompt, ids outside the vocabulary, invalid sampling
   // settings, or a full waiting queue. The request's id.
   uint64_t submit(Request r);
+  // The same, with the request's events going to the returned stream (r.on_event is not used).
+  std::shared_ptr<TokenStream> submit_stream(Request r);
   // Thread-safe; the request ends at the next step with finish_reason "cancelled". Unknown or
   // finished ids are ignored.
   void cancel(uint64_t id);
