@@ -46,7 +46,7 @@ def rows(path):
     out = {}
     for line in open(path):
         c = [x.strip() for x in line.strip().strip('|').split('|')]
-        if len(c) == 10 and c[0].isdigit():
+        if len(c) >= 10 and c[0].isdigit():
             out[(int(c[0]), int(c[1]), int(c[2]))] = (float(c[5]), float(c[7]))
     return out
 l, w = rows(sys.argv[1]), rows(sys.argv[2])

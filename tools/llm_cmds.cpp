@@ -630,11 +630,28 @@ int run_bench_batch(const BenchBatchArgs& a) {
   };
   std::fprintf(stderr, "bench-batch: warm-up\n");
   (void)one(16, 4, 2);
+  // The bandwidth bound of a decode step: every weight byte and each sequence's KV read once, at the
+  // device's copy bandwidth (bytes read + written a second; the best of five copies of 256 MiB).
+  double bandwidth = 0;
+  {
+    const size_t n = size_t{64} << 20;
+    const Tensor x = Tensor::zeros({n}, DType::F32, dev);
+    for (int i = 0; i < 6; ++i) {
+      synchronize(dev);
+      const auto t0 = Clock::now();
+      const Tensor y = x.copy();
+      synchronize(dev);
+      if (i > 0) bandwidth = std::max(bandwidth, 2.0 * double(n * 4) / since(t0));
+    }
+  }
+  const size_t kv_token = model->kv_bytes_per_token(kv.value_or(model->make_cache(1).dtype()));
   if (!a.json) {
     std::printf(
-        "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
+        "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s | "
+        "S_TG / bound |\n");
     std::printf(
-        "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+        "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|"
+        "--------------|\n");
   }
   nlohmann::json rows = nlohmann::json::array();
   for (long long pp : a.npp)
@@ -643,6 +660,10 @@ int run_bench_batch(const BenchBatchArgs& a) {
         const Row r = one(size_t(pp), size_t(tg), size_t(pl));
         const double s_pp = double(r.pl * r.pp) / r.t_pp, s_tg = double(r.pl * r.tg) / r.t_tg, t = r.t_pp + r.t_tg,
                      s = double(r.n_kv) / t;
+        // A decode step reads the weights and each sequence's context (on average PP + TG / 2 tokens).
+        const double step_bytes =
+            double(model->weight_bytes()) + double(r.pl) * (double(r.pp) + double(r.tg) / 2) * double(kv_token);
+        const double share = bandwidth > 0 ? s_tg / (double(r.pl) * bandwidth / step_bytes) : 0;
         if (a.json) {
           rows.push_back({{"pp", r.pp},
                           {"tg", r.tg},
@@ -654,10 +675,12 @@ int run_bench_batch(const BenchBatchArgs& a) {
                           {"speed_tg", s_tg},
                           {"t", t},
                           {"speed", s},
-                          {"pp_steps", r.pp_steps}});
+                          {"pp_steps", r.pp_steps},
+                          {"copy_bandwidth", bandwidth},
+                          {"share_of_bandwidth_bound", share}});
         } else {
-          std::printf("| %5zu | %6zu | %4zu | %6zu | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", r.pp, r.tg,
-                      r.pl, r.n_kv, r.t_pp, s_pp, r.t_tg, s_tg, t, s);
+          std::printf("| %5zu | %6zu | %4zu | %6zu | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f | %11.1f%% |\n",
+                      r.pp, r.tg, r.pl, r.n_kv, r.t_pp, s_pp, r.t_tg, s_tg, t, s, 100 * share);
           std::fflush(stdout);
         }
       }
@@ -665,9 +688,13 @@ int run_bench_batch(const BenchBatchArgs& a) {
   if (a.json)
     std::printf("%s\n", rows.dump(1).c_str());
   else
-    std::printf("\nwick %s, %s, %s, dtype %s, KV %s, prompts in %s\n", WICK_VERSION, a.model.c_str(), where.c_str(),
-                dtype_name(model->dtype()), dtype_name(kv.value_or(model->make_cache(1).dtype())),
-                a.batch ? ("steps of <= " + std::to_string(a.batch) + " tokens").c_str() : "one step");
+    std::printf(
+        "\nwick %s, %s, %s, dtype %s, KV %s, prompts in %s; bound: %.1f GB/s copy bandwidth, %.2f GB of "
+        "weights\n",
+        WICK_VERSION, a.model.c_str(), where.c_str(), dtype_name(model->dtype()),
+        dtype_name(kv.value_or(model->make_cache(1).dtype())),
+        a.batch ? ("steps of <= " + std::to_string(a.batch) + " tokens").c_str() : "one step", bandwidth / 1e9,
+        double(model->weight_bytes()) / 1e9);
   return 0;
 }
 
@@ -704,7 +731,9 @@ LlmCommand add_bench_batch(CLI::App& root) {
       "As llama-batched-bench (prompts not shared): for each PP, TG and B, B requests of PP random token ids go to\n"
       "the engine (wick/llm/engine.hpp) at once; T_PP is the time until every one has its first token, T_TG the\n"
       "time of the TG decode steps after it. S_PP = B*PP/T_PP, S_TG = B*TG/T_TG, N_KV = B*(PP+TG), S = N_KV/T.\n"
-      "Greedy sampling on the host each step; no prefix cache. One untimed warm-up.\n");
+      "Greedy sampling on the host each step; no prefix cache. One untimed warm-up. The last column is S_TG against\n"
+      "the bandwidth bound: each decode step reading the weights and every sequence's KV (PP + TG/2 tokens) once at\n"
+      "the device's measured copy bandwidth.\n");
   return {cmd, [a] { return run_bench_batch(*a); }};
 }
 
