@@ -403,6 +403,13 @@ TEST(LlmEngine, BadRequestsAreErrors) {
   EXPECT_NE(long_one.error.find("more than the context of 12"), std::string::npos) << long_one.error;
   EXPECT_EQ(fits.reason, "length");
   EXPECT_EQ(fits.ids.size(), 2u);
+  // max_tokens 0 ends at once with no token, as generate() with max_new_tokens 0.
+  Outcome zero_tokens;
+  eng.submit(request({1, 2, 3}, sampling(true, 0), 0, true, zero_tokens));
+  eng.run_until_idle();
+  EXPECT_TRUE(zero_tokens.finished);
+  EXPECT_TRUE(zero_tokens.ids.empty());
+  EXPECT_EQ(zero_tokens.reason, "length");
   EngineOptions none = small(4);
   none.max_waiting = 1;
   Engine full(*loaded().m, loaded().tok, none);

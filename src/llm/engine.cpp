@@ -136,7 +136,13 @@ struct Engine::Impl {
       in.swap(inbox);
       cs.swap(cancels);
     }
-    for (auto& s : in) waiting.push_back(std::move(s));
+    for (auto& s : in) {
+      if (s->req.max_tokens == 0) {  // nothing to generate: it ends before running, as generate() does
+        finish(*s, "length");
+        continue;
+      }
+      waiting.push_back(std::move(s));
+    }
     for (uint64_t id : cs) {
       for (auto& s : running)
         if (s->id == id) s->cancelled = true;
