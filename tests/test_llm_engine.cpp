@@ -421,6 +421,33 @@ TEST(LlmEngine, BadRequestsAreErrors) {
   EXPECT_THROW(Engine(*loaded().m, loaded().tok, zero), Error);
 }
 
+// A forward that fails ends that step's requests with its message; the engine goes on and holds no block.
+TEST(LlmEngine, FailedForwardEndsItsRequests) {
+  struct NoBatch : Model {
+    NoBatch() {
+      config_.vocab_size = 16;
+      config_.n_layers = 1;
+      config_.n_kv_heads = 1;
+      config_.head_dim = 4;
+      config_.max_position = 64;
+    }
+    Tensor forward(const std::vector<int32_t>&, KvCache&, bool) override {
+      throw Error(ErrorKind::Unsupported, "not here");
+    }
+  } m;
+  Engine eng(m, loaded().tok, small(8));
+  Outcome a, b;
+  eng.submit(request({1, 2, 3}, sampling(true, 0), 4, true, a));
+  eng.submit(request({4, 5}, sampling(true, 0), 4, true, b));
+  eng.run_until_idle();
+  for (const Outcome* x : {&a, &b}) {
+    EXPECT_EQ(x->reason, "error");
+    EXPECT_NE(x->error.find("no batched forward"), std::string::npos) << x->error;
+  }
+  EXPECT_EQ(eng.stats().blocks_used, 0u);
+  EXPECT_EQ(eng.stats().running, 0u);
+}
+
 // 10,000 steps of random arrivals (prompts from a few shared stems), lengths, cancellations and pool
 // sizes, greedy: the pool's invariants are checked after every step (check_every_step), and every request
 // that finishes by length has the first max_tokens ids of its prompt's greedy output alone.

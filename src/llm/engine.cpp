@@ -342,8 +342,8 @@ struct Engine::Impl {
     std::vector<float> rows;
     try {
       rows = model.forward_batch(batch, cache).to_vector<float>();
-    } catch (const Error& e) {
-      // The step's requests end with the error (out of device memory, say); the others go on.
+    } catch (const std::exception& e) {
+      // The step's requests end with the error (out of device or host memory, say); the others go on.
       for (const Planned& p : plan) {
         finish(*p.s, "error", e.what());
         running.erase(std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.get() == p.s; }));
