@@ -1,10 +1,12 @@
 // Greedy generation from a GGUF file with wick's LLM runtime, as a program using the installed
 // package would write it. Exits non-zero when the result is wrong: greedy decoding must give the
-// same ids twice, and its first id must be the argmax of the prompt's logits from Model::forward.
+// same ids twice, its first id must be the argmax of the prompt's logits from Model::forward, and
+// the batched engine, running the prompt beside another one, must give the same ids again.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "wick/llm/engine.hpp"
 #include "wick/llm/generate.hpp"
 
 int main(int argc, char** argv) {
@@ -19,6 +21,7 @@ int main(int argc, char** argv) {
     o.max_new_tokens = 12;
     o.sampling.temperature = 0;  // greedy
     o.stop_at_eog = false;
+    o.cache_dtype = wick::DType::F32;  // as the engine's below
     const std::vector<int32_t> prompt = tok.encode("Hello", /*add_special=*/true, /*parse_special=*/false);
     std::vector<int32_t> runs[2];
     std::string text;
@@ -46,6 +49,30 @@ int main(int argc, char** argv) {
     if (runs[0][0] != int32_t(best)) {
       std::fprintf(stderr, "llm_generate: the first greedy id %d is not the argmax %zu of the logits\n", runs[0][0],
                    best);
+      return 1;
+    }
+    // The engine: the same prompt beside a second one, in one forward a step.
+    wick::llm::EngineOptions eo;
+    eo.kv_blocks = 16;
+    eo.kv_dtype = wick::DType::F32;
+    wick::llm::Engine engine(*model, tok, eo);
+    std::vector<int32_t> batched;
+    for (const char* text_in : {"Hello", "Once upon a time"}) {
+      wick::llm::Request r;
+      r.prompt = tok.encode(text_in, /*add_special=*/true, /*parse_special=*/false);
+      r.sampling.temperature = 0;
+      r.max_tokens = o.max_new_tokens;
+      r.ignore_eos = true;
+      const bool first = batched.empty() && std::string(text_in) == "Hello";
+      r.on_event = [&batched, first](const wick::llm::TokenEvent& e) {
+        if (first && !e.finished) batched.push_back(e.token);
+        return true;
+      };
+      engine.submit(std::move(r));
+    }
+    engine.run_until_idle();
+    if (batched != runs[0]) {
+      std::fprintf(stderr, "llm_generate: the engine gave other ids than generate\n");
       return 1;
     }
   } catch (const std::exception& e) {
