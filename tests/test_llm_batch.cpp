@@ -14,6 +14,7 @@
 #include "llm/kv_blocks.hpp"
 #include "llm_model_util.hpp"
 #include "wick/error.hpp"
+#include "wick/io.hpp"
 #include "wick/llm/model.hpp"
 
 using namespace wick;
@@ -216,4 +217,40 @@ TEST(LlmBatch, F8KvLogitError) {
     EXPECT_LE(f8, 0.25 * sd) << f;
     EXPECT_GT(f8, f16) << f;  // the 8-bit rows are really 8-bit
   }
+}
+
+// The first step of a batch against transformers: each family's fixture prompt (expected.json, logits_f32.npy
+// from transformers in f32) prefilled in one forward_batch beside two other prompts, from the safetensors
+// directory and the f16 GGUF, f32 on the CPU: its last position's logits within 1e-4 relative to transformers'
+// (the bound of LlmParity.TransformersF32Logits for the single-sequence forward); measured 2.6e-7 .. 8.5e-7.
+TEST(LlmBatch, FirstStepMatchesTransformers) {
+  size_t ran = 0;
+  for (const char* name : {"llama2", "llama3", "mistral", "qwen2", "qwen3"}) {
+    const std::string dir = kLlm + name;
+    if (!fs::exists(dir + "/expected.json")) continue;
+    const std::vector<int32_t> ids = ids_of(read_json(dir + "/expected.json")["prompt_ids"]);
+    const std::vector<double> hf = as_f64(load_npy(dir + "/logits_f32.npy"));
+    for (const std::string& path : {dir, dir + "/model-f16.gguf"}) {
+      auto m = Model::load(path, f32_cpu());
+      const size_t V = m->config().vocab_size;
+      const std::vector<double> want(hf.end() - static_cast<std::ptrdiff_t>(V), hf.end());  // the last position
+      const std::vector<int32_t> a{1, 5, 9, 13}, b{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26};
+      wick::llm::detail::KvBlockPool pool(64, 16);
+      PagedKvCache cache = m->make_paged_cache(64, 16, DType::F32);
+      std::vector<std::vector<int32_t>> tables(3);
+      const std::vector<const std::vector<int32_t>*> prompts{&a, &ids, &b};
+      std::vector<BatchSeq> batch;
+      for (size_t i = 0; i < 3; ++i) {
+        while (tables[i].size() * 16 < prompts[i]->size()) tables[i].push_back(pool.allocate());
+        batch.push_back(BatchSeq{*prompts[i], 0, tables[i], true});
+      }
+      const std::vector<double> got = as_f64(m->forward_batch(batch, cache).narrow(0, 1, 1));
+      const double e = max_rel_err(got, want, V);
+      std::printf("%-8s %-5s first batched step: max rel err vs transformers f32 %.3g\n", name,
+                  path == dir ? "hf" : "gguf", e);
+      EXPECT_LT(e, 1e-4) << path;
+      ++ran;
+    }
+  }
+  EXPECT_EQ(ran, 10u);
 }
