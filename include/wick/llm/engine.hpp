@@ -103,6 +103,8 @@ struct EngineStats {
 
 class Engine {
  public:
+  // The model and the tokenizer must outlive the engine; the KV pool is allocated here (Error(OutOfMemory)
+  // when it does not fit, saying how many blocks would).
   Engine(Model& model, const Tokenizer& tokenizer, const EngineOptions& o = {});
   ~Engine();
   Engine(const Engine&) = delete;
