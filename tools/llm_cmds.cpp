@@ -89,6 +89,13 @@ void add_dtype_option(CLI::App& cmd, std::string& dtype) {
       ->check(float_dtypes());
 }
 
+// --device, the same in every LLM command: parse_device's name.
+void add_device_option(CLI::App& cmd, std::string& device) {
+  cmd.add_option("--device", device, "cpu, cuda:N, rocm:N, gpu:N or best (default: the first GPU, else cpu)")
+      ->type_name("D")
+      ->check(device_validator());
+}
+
 // --decode-off's names, one per llm::DecodeOptions field (docs/llm.md has the table).
 const std::vector<std::pair<std::string, bool llm::DecodeOptions::*>> kDecodeFusions = {
     {"qk-stack", &llm::DecodeOptions::stack_qk},
@@ -718,9 +725,7 @@ LlmCommand add_bench_batch(CLI::App& root) {
   cmd->add_option("--batch", a->batch, "tokens a step holds at most (default: every prompt in one step)")
       ->type_name("N")
       ->check(positive_size());
-  cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default: the first GPU, else cpu)")
-      ->type_name("D")
-      ->check(device_validator());
+  add_device_option(*cmd, a->device);
   add_dtype_option(*cmd, a->dtype);
   cmd->add_option("--cache-dtype", a->cache_dtype,
                   "KV cache type: f16, bf16, f32 or f8e4m3 (default f16; bf16 for bf16 models)")
@@ -747,9 +752,7 @@ LlmCommand add_run(CLI::App& root) {
   cmd->add_option("-n,--n-predict", a->n, "tokens to generate at most (default 128)")
       ->type_name("N")
       ->check(CLI::Range(size_t(0), size_t(1) << 30));
-  cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default: the first GPU, else cpu)")
-      ->type_name("D")
-      ->check(device_validator());
+  add_device_option(*cmd, a->device);
   cmd->add_option("--temp", a->sampling.temperature, "temperature; 0: greedy (default 0.8)")
       ->type_name("T")
       ->check(CLI::Range(0.0, 1e6));
@@ -806,9 +809,7 @@ LlmCommand add_perplexity(CLI::App& root) {
   cmd->add_option("--ctx", a->ctx, "tokens per chunk (default 512); the second half of each is scored")
       ->type_name("C")
       ->check(CLI::Range(size_t(4), size_t(1) << 24));
-  cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default)")
-      ->type_name("D")
-      ->check(device_validator());
+  add_device_option(*cmd, a->device);
   add_dtype_option(*cmd, a->dtype);
   cmd->add_flag("--json", a->json, "one JSON object {ppl, ppl_error, nll_mean, n_ctx, n_chunks, ...}");
   cmd->footer(
@@ -841,9 +842,7 @@ LlmCommand add_bench_llm(CLI::App& root) {
   cmd->add_option("--ubatch", a->ubatch, "a prefill runs in forwards of at most N tokens (llama.cpp's n_ubatch; 512)")
       ->type_name("N")
       ->check(positive_size());
-  cmd->add_option("--device", a->device, "cpu, cuda:N, rocm:N, gpu:N or best (default: the first GPU, else cpu)")
-      ->type_name("D")
-      ->check(device_validator());
+  add_device_option(*cmd, a->device);
   add_dtype_option(*cmd, a->dtype);
   cmd->add_option("--cache-dtype", a->cache_dtype, "KV cache type (default f16; bf16 for bf16 models)")
       ->type_name("T")

@@ -117,7 +117,7 @@ struct AttentionDims {
 // are contiguous of q's dtype; the caches are contiguous (rows, h_kv * d) and (rows, h_kv * d_v) from element
 // offsets k_cache_offset / v_cache_offset, of cache_dtype; slot, seq, pos (t) and block_table (n_seqs,
 // max_blocks) are contiguous I32 from their element offsets. First every token's k and v row is written at
-// row pos::paged_slot(slot[i], rows), then each token attends (ops/positions.hpp: paged_*). The core has
+// row pos::paged_index(slot[i], rows), then each token attends (ops/positions.hpp: paged_*). The core has
 // checked shapes, dtypes and devices.
 struct PagedAttention {
   size_t t, h_q, h_kv, d, d_v, rows, n_seqs, max_blocks, block_size, window;

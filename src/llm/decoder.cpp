@@ -73,10 +73,7 @@ Tensor DecoderModel::forward(const std::vector<int32_t>& tokens, KvCache& cache,
                                          " new tokens exceed the KV cache capacity of " +
                                          std::to_string(cache.capacity()) +
                                          " tokens; make the cache with a larger max_ctx (--ctx)");
-  for (int32_t id : tokens)
-    if (id < 0 || size_t(id) >= c.vocab_size)
-      throw Error(ErrorKind::Index, "Model::forward: token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                        std::to_string(c.vocab_size) + " tokens)");
+  check_token_ids(tokens, c.vocab_size, "Model::forward");
   const Tensor k0 = cache.k(0);
   if (k0.device() != device_ || k0.dim(1) != c.n_kv_heads || k0.dim(3) != c.head_dim)
     throw Error(ErrorKind::Argument,
@@ -140,13 +137,10 @@ Tensor DecoderModel::forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCac
                     who + ": block " + std::to_string(b) + " is outside the cache's " + std::to_string(nb) + " blocks");
       table[si * max_blocks + j] = b;
     }
+    check_token_ids(q.tokens, c.vocab_size, who);
     for (size_t i = 0; i < n; ++i) {
-      const int32_t id = q.tokens[i];
-      if (id < 0 || size_t(id) >= c.vocab_size)
-        throw Error(ErrorKind::Index, who + ": token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                          std::to_string(c.vocab_size) + " tokens)");
       const size_t p = q.pos0 + i;
-      ids.push_back(id);
+      ids.push_back(q.tokens[i]);
       pos.push_back(static_cast<int32_t>(p));
       slot.push_back(static_cast<int32_t>(size_t(q.blocks[p / bt]) * bt + p % bt));
       seq.push_back(static_cast<int32_t>(si));

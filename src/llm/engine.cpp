@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <span>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "kv_blocks.hpp"
+#include "model_impl.hpp"
 #include "stop_matcher.hpp"
 #include "wick/device.hpp"
 #include "wick/error.hpp"
@@ -430,12 +430,6 @@ size_t memory_free(const Device& d) {
   return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
 }
 
-std::string gib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
-  return buf;
-}
-
 size_t pool_blocks(const Model& m, const EngineOptions& o, DType dt) {
   if (o.block_tokens == 0 || o.block_tokens > 1024)
     throw Error(ErrorKind::Argument,
@@ -452,8 +446,8 @@ size_t pool_blocks(const Model& m, const EngineOptions& o, DType dt) {
     bytes = m.device().is_gpu() ? static_cast<size_t>(o.kv_fraction * double(free)) : std::min(size_t{4} << 30, free);
   }
   if (free != 0 && bytes > free)
-    throw Error(ErrorKind::OutOfMemory, "Engine: a KV pool of " + gib(bytes) + " does not fit the " + gib(free) +
-                                            " free on " + m.device().name() + "; at most " +
+    throw Error(ErrorKind::OutOfMemory, "Engine: a KV pool of " + detail::gib(bytes) + " does not fit the " +
+                                            detail::gib(free) + " free on " + m.device().name() + "; at most " +
                                             std::to_string(free / block_bytes) + " blocks of " +
                                             std::to_string(o.block_tokens) +
                                             " tokens fit (less, leaving room for "
@@ -482,11 +476,7 @@ uint64_t Engine::submit(Request r) {
   const Impl& m = *impl_;
   if (r.prompt.empty())
     throw Error(ErrorKind::Argument, "Engine::submit: the prompt is empty; pass at least one token (e.g. BOS)");
-  const size_t vocab = m.model.config().vocab_size;
-  for (int32_t id : r.prompt)
-    if (id < 0 || size_t(id) >= vocab)
-      throw Error(ErrorKind::Index, "Engine::submit: token id " + std::to_string(id) + " is outside the vocabulary (" +
-                                        std::to_string(vocab) + " tokens)");
+  detail::check_token_ids(r.prompt, m.model.config().vocab_size, "Engine::submit");
   (void)Sampler(r.sampling);  // throws for invalid settings, naming the field
   std::lock_guard<std::mutex> lk(impl_->mu);
   if (m.o.max_waiting && impl_->st.waiting + impl_->inbox.size() >= m.o.max_waiting)

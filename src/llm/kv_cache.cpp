@@ -1,8 +1,28 @@
-// The KV cache: per layer K and V preallocated at full capacity, appended in place.
+// The KV caches: contiguous per sequence (KvCache: per layer K and V at full capacity, appended in place) and
+// paged (PagedKvCache: rows of fixed-size blocks that sequences hold through block tables).
 #include "wick/error.hpp"
 #include "wick/llm/model.hpp"
 
 namespace wick::llm {
+
+namespace {
+
+// Layer `layer` of one side (K or V) of a cache; who names the cache in the error.
+Tensor& layer_of(std::vector<Tensor>& side, size_t layer, const char* who) {
+  if (layer >= side.size())
+    throw Error(ErrorKind::Index,
+                std::string(who) + ": layer " + std::to_string(layer) + " of " + std::to_string(side.size()));
+  return side[layer];
+}
+
+size_t bytes_of(const std::vector<Tensor>& k, const std::vector<Tensor>& v) {
+  size_t n = 0;
+  for (const auto* side : {&k, &v})
+    for (const Tensor& t : *side) n += t.numel() * dtype_size(t.dtype());
+  return n;
+}
+
+}  // namespace
 
 KvCache::KvCache(size_t n_layers, size_t n_kv_heads, size_t capacity, size_t head_dim, DType dtype, Device device)
     : capacity_(capacity), dtype_(dtype) {
@@ -17,12 +37,7 @@ KvCache::KvCache(size_t n_layers, size_t n_kv_heads, size_t capacity, size_t hea
   }
 }
 
-size_t KvCache::bytes() const {
-  size_t n = 0;
-  for (const auto* side : {&k_, &v_})
-    for (const Tensor& t : *side) n += t.numel() * dtype_size(t.dtype());
-  return n;
-}
+size_t KvCache::bytes() const { return bytes_of(k_, v_); }
 
 void KvCache::truncate(size_t n) {
   if (n > pos_)
@@ -31,17 +46,9 @@ void KvCache::truncate(size_t n) {
   pos_ = n;
 }
 
-Tensor& KvCache::k(size_t layer) {
-  if (layer >= k_.size())
-    throw Error(ErrorKind::Index, "KvCache: layer " + std::to_string(layer) + " of " + std::to_string(k_.size()));
-  return k_[layer];
-}
+Tensor& KvCache::k(size_t layer) { return layer_of(k_, layer, "KvCache"); }
 
-Tensor& KvCache::v(size_t layer) {
-  if (layer >= v_.size())
-    throw Error(ErrorKind::Index, "KvCache: layer " + std::to_string(layer) + " of " + std::to_string(v_.size()));
-  return v_[layer];
-}
+Tensor& KvCache::v(size_t layer) { return layer_of(v_, layer, "KvCache"); }
 
 void KvCache::advance(size_t n) {
   if (n > capacity_ - pos_)
@@ -72,23 +79,10 @@ PagedKvCache::PagedKvCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, 
   }
 }
 
-size_t PagedKvCache::bytes() const {
-  size_t n = 0;
-  for (const auto* side : {&k_, &v_})
-    for (const Tensor& t : *side) n += t.numel() * dtype_size(t.dtype());
-  return n;
-}
+size_t PagedKvCache::bytes() const { return bytes_of(k_, v_); }
 
-Tensor& PagedKvCache::k(size_t layer) {
-  if (layer >= k_.size())
-    throw Error(ErrorKind::Index, "PagedKvCache: layer " + std::to_string(layer) + " of " + std::to_string(k_.size()));
-  return k_[layer];
-}
+Tensor& PagedKvCache::k(size_t layer) { return layer_of(k_, layer, "PagedKvCache"); }
 
-Tensor& PagedKvCache::v(size_t layer) {
-  if (layer >= v_.size())
-    throw Error(ErrorKind::Index, "PagedKvCache: layer " + std::to_string(layer) + " of " + std::to_string(v_.size()));
-  return v_[layer];
-}
+Tensor& PagedKvCache::v(size_t layer) { return layer_of(v_, layer, "PagedKvCache"); }
 
 }  // namespace wick::llm

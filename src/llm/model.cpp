@@ -10,13 +10,21 @@
 namespace fs = std::filesystem;
 
 namespace wick::llm {
-namespace {
 
-std::string gib(size_t bytes) {
+std::string detail::gib(size_t bytes) {
   char b[64];
   std::snprintf(b, sizeof b, "%.2f GiB", double(bytes) / double(1ull << 30));
   return b;
 }
+
+void detail::check_token_ids(std::span<const int32_t> ids, size_t vocab, const std::string& who) {
+  for (int32_t id : ids)
+    if (id < 0 || size_t(id) >= vocab)
+      throw Error(ErrorKind::Index, who + ": token id " + std::to_string(id) + " is outside the vocabulary (" +
+                                        std::to_string(vocab) + " tokens)");
+}
+
+namespace {
 
 std::unique_ptr<Model> load_impl(const std::string& path, const LoadOptions& o) {
   std::error_code ec;
@@ -76,8 +84,8 @@ KvCache Model::make_cache(size_t max_ctx, std::optional<DType> dtype) const {
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::OutOfMemory) throw;
     throw Error(ErrorKind::OutOfMemory, "Model::make_cache: a KV cache of " + std::to_string(max_ctx) +
-                                            " tokens needs " + gib(need) + " on " + device_.name() + " (" + e.what() +
-                                            "); lower the context (--ctx)");
+                                            " tokens needs " + detail::gib(need) + " on " + device_.name() + " (" +
+                                            e.what() + "); lower the context (--ctx)");
   }
 }
 
@@ -93,7 +101,7 @@ PagedKvCache Model::make_paged_cache(size_t n_blocks, size_t block_tokens, std::
     if (e.kind() != ErrorKind::OutOfMemory) throw;
     throw Error(ErrorKind::OutOfMemory, "Model::make_paged_cache: " + std::to_string(n_blocks) + " blocks of " +
                                             std::to_string(block_tokens) + " tokens need " +
-                                            gib(n_blocks * block_tokens * kv_bytes_per_token(dt)) + " on " +
+                                            detail::gib(n_blocks * block_tokens * kv_bytes_per_token(dt)) + " on " +
                                             device_.name() + " (" + e.what() + "); give the KV cache less memory");
   }
 }

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,11 @@
 #include "wick/tensor.hpp"
 
 namespace wick::llm::detail {
+
+// "1.23 GiB", for messages about memory.
+std::string gib(size_t bytes);
+// Error(Index) "<who>: token id N is outside the vocabulary (V tokens)" for the first id outside [0, vocab).
+void check_token_ids(std::span<const int32_t> ids, size_t vocab, const std::string& who);
 
 // The tensors of a model file set, named as GGUF names them ("blk.3.attn_q.weight"); the HF source
 // maps those names to its own ("model.layers.3.self_attn.q_proj.weight").

@@ -32,13 +32,10 @@ WICK_HD int64_t clamp_kv_len(int64_t n, int64_t t_q, int64_t t_kv, bool causal) 
   return n < lo ? lo : n > t_kv ? t_kv : n;
 }
 
-// fast::paged_attention: the cache row of a token's k and v, clamped into [0, rows).
-WICK_HD int64_t paged_slot(int64_t s, int64_t rows) { return s < 0 ? 0 : s >= rows ? rows - 1 : s; }
-
-// A token's sequence (a row of the block table) and position, clamped into the table: a position past the
-// table's max_blocks * block_size keys is its last.
-WICK_HD int64_t paged_seq(int64_t s, int64_t n_seqs) { return s < 0 ? 0 : s >= n_seqs ? n_seqs - 1 : s; }
-WICK_HD int64_t paged_pos(int64_t p, int64_t max_keys) { return p < 0 ? 0 : p >= max_keys ? max_keys - 1 : p; }
+// fast::paged_attention's indices (a token's slot, sequence and position; a block table entry), clamped into
+// [0, n): a slot past the cache is its last row, a position past the table's max_blocks * block_size keys its
+// last key.
+WICK_HD int64_t paged_index(int64_t v, int64_t n) { return v < 0 ? 0 : v >= n ? n - 1 : v; }
 
 // The first key position a token at position p sees: p - window + 1, at least 0 (window 0: every earlier key).
 WICK_HD int64_t paged_first_key(int64_t p, int64_t window) {
@@ -48,9 +45,7 @@ WICK_HD int64_t paged_first_key(int64_t p, int64_t window) {
 // The cache row of position p of a sequence whose block table row starts at `table` (I32), blocks clamped into
 // the cache's rows / block_size.
 WICK_HD int64_t paged_row(const int32_t* table, int64_t p, int64_t block_size, int64_t n_blocks) {
-  int64_t b = table[p / block_size];
-  b = b < 0 ? 0 : b >= n_blocks ? n_blocks - 1 : b;
-  return b * block_size + p % block_size;
+  return paged_index(table[p / block_size], n_blocks) * block_size + p % block_size;
 }
 
 }  // namespace wick::pos

@@ -447,7 +447,7 @@ StoragePtr CpuStorage::paged_attention(const PagedAttention& a) const {
           const T* kn = as_cpu(*a.k).ptr<T>();
           const T* vn = as_cpu(*a.v).ptr<T>();
           for (size_t i = 0; i < a.t; ++i) {
-            const int64_t r = pos::paged_slot(slot[i], rows);
+            const int64_t r = pos::paged_index(slot[i], rows);
             for (size_t c = 0; c < kcols; ++c)
               kc[size_t(r) * kcols + c] = cast<CT>(float(to_compute(kn[i * kcols + c])));
             for (size_t c = 0; c < vcols; ++c)
@@ -463,8 +463,8 @@ StoragePtr CpuStorage::paged_attention(const PagedAttention& a) const {
           // kAttnSetRows in vector registers, as attention_sets does for the dense op.
           std::vector<int64_t> tpos(a.t), tseq(a.t);
           for (size_t i = 0; i < a.t; ++i) {
-            tpos[i] = pos::paged_pos(pos[i], max_keys);
-            tseq[i] = pos::paged_seq(seq[i], int64_t(a.n_seqs));
+            tpos[i] = pos::paged_index(pos[i], max_keys);
+            tseq[i] = pos::paged_index(seq[i], int64_t(a.n_seqs));
           }
           std::vector<size_t> run_start{0};
           for (size_t i = 1; i < a.t; ++i)

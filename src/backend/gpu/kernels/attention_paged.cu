@@ -34,10 +34,11 @@ __global__ void paged_write_kernel(const T* WICK_RESTRICT k, const T* WICK_RESTR
   const int64_t n = p.t * (p.kcols + p.vcols);
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     if (i < p.t * p.kcols) {
-      const int64_t tok = i / p.kcols, c = i % p.kcols, row = pos::paged_slot(slot[tok], p.rows);
+      const int64_t tok = i / p.kcols, c = i % p.kcols, row = pos::paged_index(slot[tok], p.rows);
       kc[row * p.kcols + c] = cast<CT>(float(to_compute(k[i])));
     } else {
-      const int64_t j = i - p.t * p.kcols, tok = j / p.vcols, c = j % p.vcols, row = pos::paged_slot(slot[tok], p.rows);
+      const int64_t j = i - p.t * p.kcols, tok = j / p.vcols, c = j % p.vcols,
+                    row = pos::paged_index(slot[tok], p.rows);
       vc[row * p.vcols + c] = cast<CT>(float(to_compute(v[j])));
     }
   }
@@ -58,8 +59,8 @@ __global__ void __launch_bounds__(kPagedBlock) paged_attention_kernel(
   const int64_t rr = int64_t(blockIdx.x) * kWaves + wave;
   if (rr >= p.t * p.h_q) return;  // the whole wave leaves together
   const int64_t i = rr / p.h_q, hk = (rr % p.h_q) / p.group;
-  const int32_t* trow = table + pos::paged_seq(seq[i], p.n_seqs) * p.max_blocks;
-  const int64_t last = pos::paged_pos(pos_[i], p.max_blocks * p.block_size), first = pos::paged_first_key(last, p.window);
+  const int32_t* trow = table + pos::paged_index(seq[i], p.n_seqs) * p.max_blocks;
+  const int64_t last = pos::paged_index(pos_[i], p.max_blocks * p.block_size), first = pos::paged_first_key(last, p.window);
   for (int64_t e = lane; e < p.d; e += kWarpSize) qs[e] = float(to_compute(q[rr * p.d + e])) * p.scale;
   wave_sync();
   float acc[kPerLane];
