@@ -115,8 +115,9 @@ double run_batched(Model& m, const std::vector<Alone>& ref, const std::vector<si
 // Every family's f16 GGUF, two Q4_K_M ones and the sliding-window model, f32 on the CPU: the batched
 // logits equal the logits of each sequence alone up to rounding (OpenBLAS sums a row's products in another
 // order for other row counts; paged attention sums in its own order): bound 1e-4, measured <= 2.3e-5; the
-// Q4_K_M files 0.1, measured 0.062 (llama2, prompts whole) and 0 (qwen3), see below; a key from the wrong
-// block or position moves logits by O(1). Greedy tokens are equal.
+// Q4_K_M files 0.25, measured 0.062 (llama2, prompts whole; AMD EPYC, AVX-512 VNNI) and 0.153 (qwen3, chunks
+// of 3; the GPU machine's Intel CPU), see below; a key from the wrong block or position moves logits by
+// O(1). Greedy tokens are equal.
 void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie) {
   std::vector<std::string> paths;
   for (const char* f : {"llama2", "llama3", "mistral", "qwen2", "qwen3"})
@@ -142,10 +143,11 @@ void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie) {
           path + " " + lo.device.name() + " " + dtype_name(m->dtype()) + " chunk " + std::to_string(chunk);
       const double worst = run_batched(*m, ref, prompt_len, arrive, chunk, 4, what, kv, tie);
       std::printf("%s: max |batched - alone| logit %.3g\n", what.c_str(), worst);
-      // A quantized file's products quantize the activations (Q8): a last-bit difference in attention's sum
-      // can move one activation to the next step of 1/127, which moves logits by up to a few hundredths.
+      // A quantized file's products quantize the activations (Q8), and the CPU's kernels for more than 8
+      // rows sum a row's blocks in another order than those for fewer: a last-bit difference can move one
+      // activation to the next step of 1/127, which moves logits by up to a few tenths.
       const bool quantized = path.find("q4_") != std::string::npos;
-      EXPECT_LE(worst, quantized ? std::max(bound, 0.1) : bound) << what;
+      EXPECT_LE(worst, quantized ? std::max(bound, 0.25) : bound) << what;
     }
   }
 }

@@ -199,3 +199,51 @@ TEST(PagedAttention, GpuMatchesCpu) {
         EXPECT_EQ(g.v_cache, h.v_cache);
       }
 }
+
+// Lengths past one wave's run of keys (the online softmax across runs) and past the GPU's split of the keys
+// (a decode token over 1,500 keys: 4 splits merged), 4 q heads per KV head, d = d_v = 64 as the models have,
+// blocks of 16 in a shuffled table, decode tokens beside a prefill chunk, windows of 70 and 700 keys: the
+// GPU against the CPU on the same inputs.
+TEST(PagedAttention, GpuMatchesCpuOnLongSequences) {
+  const Device dev = Device::best();
+  if (dev.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
+  constexpr size_t bs = 16, nblk = 320, hq = 8, hkv = 2, d = 64, per_seq = 100;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<int32_t> table(3 * per_seq), slot, seq, pos;
+  for (size_t i = 0; i < table.size(); ++i) table[i] = int32_t((i * 37 + 11) % nblk);  // 37 is prime to 320
+  struct Part {
+    int32_t s, pos0, n;
+  };
+  for (const Part& pt : {Part{0, 1499, 1}, Part{1, 40, 25}, Part{2, 300, 1}})
+    for (int32_t i = 0; i < pt.n; ++i) {
+      const int32_t p = pt.pos0 + i;
+      seq.push_back(pt.s);
+      pos.push_back(p);
+      slot.push_back(table[size_t(pt.s) * per_seq + size_t(p) / bs] * int32_t(bs) + p % int32_t(bs));
+    }
+  const size_t t = seq.size();
+  auto rnd = [&](size_t n) {
+    std::vector<float> x(n);
+    for (float& e : x) e = nd(rng);
+    return x;
+  };
+  const std::vector<float> q = rnd(t * hq * d), k = rnd(t * hkv * d), v = rnd(t * hkv * d),
+                           kc0 = rnd(nblk * bs * hkv * d), vc0 = rnd(nblk * bs * hkv * d);
+  for (DType qdt : {DType::F32, DType::F16})
+    for (size_t window : {0u, 70u, 700u}) {
+      std::vector<std::vector<float>> outs;
+      for (const Device& on : {dev, Device::cpu()}) {
+        auto f = [&](const std::vector<float>& x, Shape s) { return Tensor::from_vector(x, s, on).to_dtype(qdt); };
+        auto ids = [&](const std::vector<int32_t>& x, Shape s) { return Tensor::from_vector(x, s, on); };
+        Tensor kc = f(kc0, {nblk * bs, hkv * d}), vc = f(vc0, {nblk * bs, hkv * d});
+        outs.push_back(fast::paged_attention(f(q, {t, hq, d}), f(k, {t, hkv, d}), f(v, {t, hkv, d}), kc, vc,
+                                             ids(slot, {t}), ids(table, {3, per_seq}), ids(seq, {t}), ids(pos, {t}), bs,
+                                             window)
+                           .to_dtype(DType::F32)
+                           .to_vector<float>());
+      }
+      EXPECT_LE(max_diff(outs[0], outs[1]), bound(qdt))
+          << dtype_name(qdt) << ", window " << window << " on " << dev.name();
+    }
+}

@@ -81,7 +81,11 @@ Tensor DecoderModel::forward(const std::vector<int32_t>& tokens, KvCache& cache,
   // A sliding window: queries before position W see every earlier key, so they run as one batch;
   // later ones one at a time over their window of keys.
   const size_t W = spec_.sliding_window;
-  if (T == 1 && graphs_ && device_.is_gpu() && (W == 0 || pos0 + 1 <= W)) return decode_graph(tokens[0], cache);
+  // f32/f64 caches: the GPU's attention over them reads the key counts on the host, which a recording
+  // cannot hold, so such a step runs op by op rather than failing a recording first.
+  const bool recordable = k0.dtype() != DType::F32 && k0.dtype() != DType::F64;
+  if (T == 1 && graphs_ && recordable && device_.is_gpu() && (W == 0 || pos0 + 1 <= W))
+    return decode_graph(tokens[0], cache);
   if (W != 0 && T > 1 && pos0 + T > W) {
     const size_t batch = pos0 < W ? W - pos0 : 0;
     std::vector<Tensor> rows;
