@@ -127,10 +127,12 @@ llm::DecodeOptions decode_options(const std::vector<std::string>& off) {
   return d;
 }
 
+// context: the longest context the caches will hold, where the command knows it (LongRoPE's factors).
 std::unique_ptr<llm::Model> load_model(const std::string& path, const Device& dev, const std::string& dtype,
-                                       bool graphs = true, const llm::DecodeOptions& decode = {}) {
+                                       bool graphs = true, const llm::DecodeOptions& decode = {}, size_t context = 0) {
   llm::LoadOptions o;
   o.device = dev;
+  o.context = context;
   o.graphs = graphs;
   o.decode = decode;
   if (!dtype.empty()) o.dtype = dtype_from_name(dtype);
@@ -159,7 +161,8 @@ int run_generate(const RunArgs& a) {
   reset_peak_memory(dev);
   auto t_load = Clock::now();
   // The model first: its loader's messages say best what is wrong with a file.
-  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, !a.no_graph, decode_options(a.decode_off));
+  std::unique_ptr<llm::Model> model =
+      load_model(a.model, dev, a.dtype, !a.no_graph, decode_options(a.decode_off), a.ctx);
   const double load_s = since(t_load);
   llm::Tokenizer tok = llm::Tokenizer::load(a.model);
 
@@ -276,7 +279,7 @@ int run_perplexity(const PplArgs& a) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
-  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype);
+  std::unique_ptr<llm::Model> model = load_model(a.model, dev, a.dtype, true, {}, a.ctx);
   llm::Tokenizer tok = llm::Tokenizer::load(a.model);
   // As llama-perplexity: the text encoded with BOS as the tokenizer says, and BOS as the first
   // token of every chunk when it adds one.

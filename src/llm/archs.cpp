@@ -21,6 +21,11 @@ const std::vector<TensorName> kDecoderLayerTensors = {
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"}};
 
+// Phi-3's layout: q|k|v in one tensor, gate|up in one tensor.
+const std::vector<TensorName> kPhi3LayerTensors = {
+    {"attn_norm", "input_layernorm"},         {"attn_qkv", "self_attn.qkv_proj"}, {"attn_output", "self_attn.o_proj"},
+    {"ffn_norm", "post_attention_layernorm"}, {"ffn_up", "mlp.gate_up_proj"},     {"ffn_down", "mlp.down_proj"}};
+
 HParamKeys with_window() {
   HParamKeys k;
   k.sliding_window = {nullptr, "sliding_window"};
@@ -87,6 +92,22 @@ const std::vector<ArchInfo>& arch_table() {
           .qk_norm = true,
           .gguf_rope_interleaved = false,
           .build = build_qwen3,
+      },
+      {
+          // Phi-3 mini/medium, Phi-3.5-mini, Phi-4: config.json's sliding_window is applied as
+          // transformers does; GGUF files' is not, as llama.cpp does not.
+          .arch = Arch::Phi3,
+          .name = "phi3",
+          .gguf_arch = "phi3",
+          .hf_types = {"phi3"},
+          .keys = with_window(),
+          .model_tensors = kDecoderModelTensors,
+          .layer_tensors = kPhi3LayerTensors,
+          .required = {"attn_qkv.weight"},
+          .qkv_bias = false,
+          .qk_norm = false,
+          .gguf_rope_interleaved = false,
+          .build = build_phi3,
       },
   };
   return table;

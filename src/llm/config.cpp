@@ -1,4 +1,5 @@
 // Model hyper-parameters from GGUF metadata or a Hugging Face config.json.
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,19 @@ void check_sizes(const ModelConfig& c, const std::string& path) {
                                             " (partial rotary embeddings are not supported)");
   if (!(c.rms_eps > 0) || !(c.rope_theta > 0)) bad(path, "rms eps and rope theta must be positive");
   if (c.rope_scaling != RopeScaling::None && !(c.rope_factor > 0)) bad(path, "rope scaling factor must be positive");
+  if (c.rope_scaling == RopeScaling::LongRope) {
+    for (const auto* f : {&c.rope_long_factors, &c.rope_short_factors}) {
+      if (f->size() != c.rope_dim / 2)
+        bad(path, "LongRoPE needs " + std::to_string(c.rope_dim / 2) +
+                      " long and short factors (rotary dims / 2), got " + std::to_string(c.rope_long_factors.size()) +
+                      " and " + std::to_string(c.rope_short_factors.size()));
+      for (float v : *f)
+        if (!(v > 0) || !std::isfinite(v)) bad(path, "LongRoPE factors must be positive and finite");
+    }
+    if (c.rope_original_max_position == 0) bad(path, "LongRoPE's original context length must be positive");
+    if (!(c.rope_attn_factor > 0) || !std::isfinite(c.rope_attn_factor))
+      bad(path, "LongRoPE's attention factor must be positive and finite");
+  }
 }
 
 }  // namespace
@@ -104,6 +118,16 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
     c.rope_scaling = RopeScaling::Linear;
     c.rope_factor = get_f("rope.scale_linear", 1.0);
   }
+  // LongRoPE (Phi-3's long-context files): the two factor tensors convert_hf_to_gguf.py writes.
+  if (f.contains("rope_factors_long.weight") || f.contains("rope_factors_short.weight")) {
+    for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"})
+      if (!f.contains(t)) bad(path, std::string("has one of rope_factors_long/short.weight but not ") + t);
+    c.rope_scaling = RopeScaling::LongRope;
+    c.rope_long_factors = f.load("rope_factors_long.weight").to_dtype(DType::F32).to_vector<float>();
+    c.rope_short_factors = f.load("rope_factors_short.weight").to_dtype(DType::F32).to_vector<float>();
+    c.rope_original_max_position = get_u({"rope.scaling.original_context_length", nullptr}, c.max_position);
+    c.rope_attn_factor = get_f("rope.scaling.attn_factor", 1.0);
+  }
   const std::string emb = "token_embd.weight";
   if (!f.contains(emb)) bad(path, "missing tensor " + emb);
   const Shape es = f.tensor(emb).shape();
@@ -168,6 +192,8 @@ ModelConfig parse_hf(const std::string& config_path) {
   c.n_kv_heads = size(k.n_kv_heads.hf, c.n_heads);
   c.head_dim = size(k.head_dim.hf, c.n_heads ? c.hidden / c.n_heads : 0);
   c.rope_dim = c.head_dim;
+  if (const auto prf = num(j, "partial_rotary_factor"); prf && *prf != 1.0)
+    c.rope_dim = size_t(double(c.head_dim) * *prf);  // Phi-4-mini; check_sizes says it is unsupported
   c.max_position = size(k.context_length.hf, 4096);
   c.rms_eps = num(j, k.rms_eps.hf).value_or(1e-6);
   // Rope settings: top-level rope_theta / rope_scaling (transformers 4), or rope_parameters
@@ -200,9 +226,28 @@ ModelConfig parse_hf(const std::string& config_path) {
   } else if (rt == "linear") {
     c.rope_scaling = RopeScaling::Linear;
     c.rope_factor = rope_num("factor").value_or(1.0);
+  } else if (rt == "longrope" || rt == "su") {
+    // transformers' _compute_longrope_parameters: the attention factor, when not given, from the ratio of
+    // the context to the original one.
+    c.rope_scaling = RopeScaling::LongRope;
+    for (auto [key, out] : {std::pair{"long_factor", &c.rope_long_factors}, {"short_factor", &c.rope_short_factors}}) {
+      const nlohmann::json* a = rp.contains(key) ? &rp[key] : nullptr;
+      if (!a || !a->is_array()) bad(config_path, std::string("longrope rope scaling needs a list ") + key);
+      for (const auto& v : *a) {
+        if (!v.is_number()) bad(config_path, std::string("longrope ") + key + " holds a non-number: " + v.dump());
+        out->push_back(v.get<float>());
+      }
+    }
+    const double omp = num(j, "original_max_position_embeddings")
+                           .value_or(rope_num("original_max_position_embeddings").value_or(double(c.max_position)));
+    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
+    c.rope_original_max_position = size_t(omp);
+    const double scale = double(c.max_position) / omp;
+    c.rope_attn_factor =
+        rope_num("attention_factor").value_or(scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(omp)) : 1.0);
   } else if (rt != "default") {
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): rope type '" + rt +
-                                            "' is not supported (supported: default, linear, llama3)");
+                                            "' is not supported (supported: default, linear, llama3, longrope)");
   }
   c.tie_embeddings = json_field_or(j, k.tie_embeddings.hf, false, context);
   // Qwen2 always has q/k/v bias; others say attention_bias (the loader also takes any bias present).

@@ -33,7 +33,8 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   device_ = o.device;
   dtype_ = compute_dtype(o, src);
   default_cache_dtype_ = dtype_ == DType::BF16 ? DType::BF16 : DType::F16;
-  rope_ = RopeTable(rope_inverse_frequencies(c, freq_factors), device_, dtype_);
+  rope_ = RopeTable(rope_inverse_frequencies(c, freq_factors), device_, dtype_,
+                    c.rope_scaling == RopeScaling::LongRope ? c.rope_attn_factor : 1.0);
 
   // The bytes to load, for the progress callback: every tensor of the file that a layer may read.
   // The layers the file holds, not the count it claims: a file that claims more fails below, at the
@@ -43,7 +44,8 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   for (size_t l = 0; l < c.n_layers && src.has("blk." + std::to_string(l) + ".attn_norm.weight"); ++l)
     for (const char* p : {"attn_norm.weight", "ffn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
                           "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "attn_q.bias",
-                          "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_q_norm.weight", "attn_k_norm.weight"})
+                          "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_q_norm.weight", "attn_k_norm.weight",
+                          "attn_qkv.weight", "attn_qkv.bias"})
       names.push_back("blk." + std::to_string(l) + "." + p);
   size_t total = 0;
   for (const auto& n : names)
@@ -54,7 +56,7 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   for (size_t l = 0; l < c.n_layers; ++l) {
     Layer& L = layers_.emplace_back();
     L.attn.load(ld, l, spec.attn, fusions_);
-    L.mlp.load(ld, l, c.hidden, c.intermediate, c.rms_eps, fusions_);
+    L.mlp.load(ld, l, c.hidden, c.intermediate, c.rms_eps, fusions_, spec.fused_gate_up);
   }
   head_.load(ld, c.hidden, c.vocab_size, c.rms_eps, c.tie_embeddings ? &embed_ : nullptr);
   weight_bytes_ = ld.bytes();

@@ -15,6 +15,7 @@ struct DecoderSpec {
   AttentionSpec attn;
   // A query at position p sees keys p-W+1 .. p (Mistral); 0: every earlier key.
   size_t sliding_window = 0;
+  bool fused_gate_up = false;  // ffn_up holds gate|up (GatedMlp::load)
 };
 
 // The attention spec every family starts from: the config's sizes, no bias, no q/k norm, the

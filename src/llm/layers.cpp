@@ -73,8 +73,8 @@ void RopeTable::ensure(size_t rows) {
   for (size_t t = 0; t < rows; ++t)
     for (size_t i = 0; i < half; ++i) {
       const float ang = float(t) * inv_freq_[i];
-      cs[t * half + i] = float(std::cos(double(ang)));
-      sn[t * half + i] = float(std::sin(double(ang)));
+      cs[t * half + i] = float(std::cos(double(ang)) * scale_);
+      sn[t * half + i] = float(std::sin(double(ang)) * scale_);
     }
   cos_ = Tensor::from_vector(cs, {rows, half}, device_).to_dtype(dtype_);
   sin_ = Tensor::from_vector(sn, {rows, half}, device_).to_dtype(dtype_);
@@ -84,15 +84,19 @@ void Attention::load(WeightLoader& ld, size_t l, const AttentionSpec& s, const F
   s_ = s;
   const size_t H = s.hidden, hd = s.head_dim, q_out = s.n_heads * hd, kv_out = s.n_kv_heads * hd;
   norm_ = ld.tensor(blk(l, "attn_norm.weight"), {H});
-  q_ = ld.linear(blk(l, "attn_q"), {q_out, H}, s.bias);
-  k_ = ld.linear(blk(l, "attn_k"), {kv_out, H}, s.bias);
-  v_ = ld.linear(blk(l, "attn_v"), {kv_out, H}, s.bias);
+  if (s.fused_qkv) {
+    qkv_ = ld.linear(blk(l, "attn_qkv"), {q_out + 2 * kv_out, H}, s.bias);
+  } else {
+    q_ = ld.linear(blk(l, "attn_q"), {q_out, H}, s.bias);
+    k_ = ld.linear(blk(l, "attn_k"), {kv_out, H}, s.bias);
+    v_ = ld.linear(blk(l, "attn_v"), {kv_out, H}, s.bias);
+  }
   o_ = ld.linear(blk(l, "attn_output"), {H, q_out}, false);
   if (s.qk_norm) {
     q_norm_ = ld.tensor(blk(l, "attn_q_norm.weight"), {hd});
     k_norm_ = ld.tensor(blk(l, "attn_k_norm.weight"), {hd});
   }
-  if (f.stack()) {
+  if (!s.fused_qkv && f.stack()) {
     qkv_ = stack_linears({&q_, &k_, &v_});
     if (qkv_.defined()) q_ = k_ = v_ = Linear{};
     // Otherwise q and k alone: one product for both and, in a recorded step, rope_kv_append
@@ -178,10 +182,15 @@ void Attention::forward_paged(Residual& r, Tensor& kc, Tensor& vc, const PagedSt
   r.pending = o_.forward(a.to_dtype(dtype).reshape({T, nh * hd}));
 }
 
-void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps, const Fusions& f) {
+void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps, const Fusions& f, bool fused) {
   ff_ = ff;
   eps_ = eps;
   norm_ = ld.tensor(blk(l, "ffn_norm.weight"), {H});
+  if (fused) {
+    gate_up_ = ld.linear(blk(l, "ffn_up"), {2 * ff, H}, false);
+    down_ = ld.linear(blk(l, "ffn_down"), {H, ff}, false);
+    return;
+  }
   gate_ = ld.linear(blk(l, "ffn_gate"), {ff, H}, false);
   up_ = ld.linear(blk(l, "ffn_up"), {ff, H}, false);
   down_ = ld.linear(blk(l, "ffn_down"), {H, ff}, false);

@@ -72,8 +72,9 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const std::vec
 class RopeTable {
  public:
   RopeTable() = default;
-  RopeTable(std::vector<float> inv_freq, Device device, DType dtype)
-      : inv_freq_(std::move(inv_freq)), device_(device), dtype_(dtype) {}
+  // scale multiplies cos and sin (LongRoPE's attention factor).
+  RopeTable(std::vector<float> inv_freq, Device device, DType dtype, double scale = 1.0)
+      : inv_freq_(std::move(inv_freq)), device_(device), dtype_(dtype), scale_(scale) {}
   void ensure(size_t rows);
   size_t half() const { return inv_freq_.size(); }
   const Tensor& cos() const { return cos_; }
@@ -83,6 +84,7 @@ class RopeTable {
   std::vector<float> inv_freq_;
   Device device_ = Device::cpu();
   DType dtype_ = DType::F32;
+  double scale_ = 1.0;
   Tensor cos_, sin_;
 };
 
@@ -114,6 +116,7 @@ struct AttentionSpec {
   bool bias;     // q/k/v biases required (any bias the file holds is used)
   bool qk_norm;  // RMSNorm over head_dim on q and k, per head, before rope
   RopeKind rope;
+  bool fused_qkv = false;  // the file holds q|k|v as one tensor (attn_qkv; Phi-3)
 };
 
 // Grouped-query self-attention with rotary embeddings, causal, over the KV cache: the pre-norm, the
@@ -149,7 +152,9 @@ class Attention {
 // The gated MLP (SwiGLU: down(silu(gate(x)) * up(x))) with its pre-norm, its result left pending.
 class GatedMlp {
  public:
-  void load(WeightLoader& ld, size_t layer, size_t hidden, size_t intermediate, double eps, const Fusions& f);
+  // fused: the file's ffn_up holds gate|up (2 x intermediate rows; Phi-3), and there is no ffn_gate.
+  void load(WeightLoader& ld, size_t layer, size_t hidden, size_t intermediate, double eps, const Fusions& f,
+            bool fused = false);
   void forward(Residual& r, const Fusions& f) const;
 
  private:

@@ -1,5 +1,5 @@
 #pragma once
-// LLaMA-family language models (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3) built on
+// LLaMA-family language models (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3, Phi-3/4) built on
 // wick's public Tensor API, loaded from a GGUF file or a Hugging Face directory.
 #include <cstddef>
 #include <cstdint>
@@ -16,10 +16,10 @@
 
 namespace wick::llm {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3 };
-const char* arch_to_string(Arch a);  // "llama", "mistral", "qwen2", "qwen3"
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Phi3 };
+const char* arch_to_string(Arch a);  // "llama", "mistral", "qwen2", "qwen3", "phi3"
 
-enum class RopeScaling { None, Linear, Llama3 };
+enum class RopeScaling { None, Linear, Llama3, LongRope };
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
@@ -31,10 +31,14 @@ struct ModelConfig {
   RopeScaling rope_scaling = RopeScaling::None;
   double rope_factor = 1.0;                                        // linear and llama3
   double rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;  // llama3
-  size_t rope_original_max_position = 8192;                        // llama3
-  bool tie_embeddings = false;                                     // the output projection is the token embedding
-  bool qkv_bias = false;                                           // Qwen2
-  bool qk_norm = false;  // Qwen3: RMSNorm over head_dim on q and k, per head, before rope
+  size_t rope_original_max_position = 8192;                        // llama3, LongRoPE
+  // LongRoPE (Phi-3/4 long-context variants): per-pair divisors of the rotary frequencies for contexts
+  // past rope_original_max_position (long) and within it (short), and the factor on cos and sin.
+  std::vector<float> rope_long_factors, rope_short_factors;
+  double rope_attn_factor = 1.0;
+  bool tie_embeddings = false;  // the output projection is the token embedding
+  bool qkv_bias = false;        // Qwen2
+  bool qk_norm = false;         // Qwen3: RMSNorm over head_dim on q and k, per head, before rope
   // GGUF llama-arch files have q/k rows permuted by convert_hf_to_gguf.py so rotary pairs are
   // interleaved (rope_i); HF checkpoints and qwen GGUFs rotate halves (rope).
   bool rope_interleaved = false;
@@ -74,6 +78,10 @@ struct LoadOptions {
   // replayed; false launches every op of every step (the same results, slower: for comparisons).
   bool graphs = true;
   DecodeOptions decode;
+  // The longest context the model's caches will hold (0: the model's context length). LongRoPE models
+  // take their long factors past the original context and their short ones within it, as llama.cpp
+  // does with its context size (`wick run --ctx`).
+  size_t context = 0;
 };
 
 // Per layer K and V, each (1, n_kv_heads, capacity, head_dim), preallocated and written in place.
