@@ -109,7 +109,7 @@ TEST_P(VocabParity, LongRunsLikeLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(LlamaCppVocabs, VocabParity,
                          ::testing::Values("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf",
-                                           "ggml-vocab-qwen2.gguf"),
+                                           "ggml-vocab-phi-3.gguf", "ggml-vocab-qwen2.gguf"),
                          [](const auto& info) {
                            std::string n = info.param.substr(11, info.param.size() - 16);  // "ggml-vocab-" ... ".gguf"
                            for (char& c : n)

@@ -192,6 +192,45 @@ std::string render_zephyr(const std::vector<ChatMessage>& msgs, bool gen, const 
   return out;
 }
 
+// Phi-3 small/vision (and templates like theirs): '<|role|>\n' + content + '<|end|>\n' for every message,
+// then '<|assistant|>\n' (vision: unless the last message is the assistant's) or, where the template
+// has one, eos_token. Phi-3 mini/medium ("phi3-mini"): user and assistant messages only (others are
+// dropped, as the template does), the assistant's prompt after every user message.
+std::string render_phi3(const std::string& fmt, const std::string& tmpl, const std::vector<ChatMessage>& msgs, bool gen,
+                        const std::string& bos, const std::string& eos) {
+  std::string out = has(tmpl, "bos_token") ? bos : "";
+  if (fmt == "phi3-mini") {
+    for (const auto& m : msgs) {
+      if (m.role == "user")
+        out += "<|user|>\n" + m.content + "<|end|>\n<|assistant|>\n";
+      else if (m.role == "assistant")
+        out += m.content + "<|end|>\n";
+    }
+    return out;
+  }
+  for (const auto& m : msgs) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  if (has(tmpl, "eos_token"))
+    out += gen ? "<|assistant|>\n" : eos;
+  else if (gen && (msgs.empty() || msgs.back().role != "assistant"))
+    out += "<|assistant|>\n";
+  return out;
+}
+
+// Phi-4: system, user and assistant turns between <|im_start|>role<|im_sep|> and <|im_end|>, the
+// assistant's opening after every user message (the template has no generation-prompt branch).
+std::string render_phi4(const std::vector<ChatMessage>& msgs) {
+  std::string out;
+  for (const auto& m : msgs) {
+    if (m.role == "system")
+      out += "<|im_start|>system<|im_sep|>" + m.content + "<|im_end|>";
+    else if (m.role == "user")
+      out += "<|im_start|>user<|im_sep|>" + m.content + "<|im_end|><|im_start|>assistant<|im_sep|>";
+    else if (m.role == "assistant")
+      out += m.content + "<|im_end|>";
+  }
+  return out;
+}
+
 std::string render_plain(const std::vector<ChatMessage>& msgs, bool gen) {
   std::string out;
   for (const auto& m : msgs) out += m.role + ": " + m.content + "\n";
@@ -215,6 +254,9 @@ std::string detect_chat_template(const std::string& t) {
     return has(t, "<<SYS>>") ? "llama2" : "mistral-v0";
   }
   if (has(t, "<|user|>") && has(t, "<|assistant|>") && !has(t, "<|end|>") && has(t, "eos_token")) return "zephyr";
+  if (has(t, "<|im_sep|>") && has(t, "<|im_start|>")) return "phi4";
+  if (has(t, "<|assistant|>") && has(t, "<|end|>"))
+    return has(t, "'<|' + message['role'] + '|>'") || has(t, "<|system|>") ? "phi3" : "phi3-mini";
   return "";
 }
 
@@ -227,11 +269,14 @@ std::string render_chat(const std::string& format, const std::string& tmpl, cons
                                            format == "mistral-v3-tekken" || format == "mistral-v7"))
     return render_mistral(format, tmpl, msgs, bos_text, eos_text);
   if (format == "zephyr") return render_zephyr(msgs, add_generation_prompt, eos_text);
+  if (format == "phi3" || format == "phi3-mini")
+    return render_phi3(format, tmpl, msgs, add_generation_prompt, bos_text, eos_text);
+  if (format == "phi4") return render_phi4(msgs);
   if (format == "plain") return render_plain(msgs, add_generation_prompt);
   throw Error(ErrorKind::Argument,
               "render_chat: unknown chat format '" + format +
                   "'; the formats are chatml, llama3, llama2, mistral-v0, mistral-v1, mistral-v3, mistral-v3-tekken, "
-                  "mistral-v7, zephyr, plain");
+                  "mistral-v7, zephyr, phi3, phi3-mini, phi4, plain");
 }
 
 std::string apply_chat_template(const Tokenizer& t, const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
@@ -244,7 +289,7 @@ std::string apply_chat_template(const Tokenizer& t, const std::vector<ChatMessag
       *warning = tmpl.empty() ? "the model has no chat template (tokenizer.chat_template); using a plain "
                                 "'role: content' prompt"
                               : "the model's chat template is not one wick recognises (chatml, llama3, llama2, "
-                                "mistral, zephyr); using a plain 'role: content' prompt";
+                                "mistral, zephyr, phi3, phi4); using a plain 'role: content' prompt";
     return render_plain(msgs, add_generation_prompt);
   }
   const std::string bos = t.bos_id() >= 0 ? t.token_text(t.bos_id()) : "";

@@ -63,7 +63,8 @@ struct ChatMessage {
 
 // Which family's format tokenizer.chat_template is (recognised by its distinctive markers):
 // "chatml", "llama3", "llama2", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-// "zephyr", "phi3", "gemma"; "" when unknown or absent.
+// "zephyr", "phi3" (Phi-3 small/vision), "phi3-mini" (Phi-3 mini/medium), "phi4"; "" when unknown or
+// absent.
 std::string detect_chat_template(const std::string& tmpl);
 
 // Renders msgs as the tokenizer's template does (Hugging Face's Jinja semantics), to be encoded with
