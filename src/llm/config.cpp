@@ -39,6 +39,10 @@ void check_sizes(const ModelConfig& c, const std::string& path) {
                                             " (partial rotary embeddings are not supported)");
   if (!(c.rms_eps > 0) || !(c.rope_theta > 0)) bad(path, "rms eps and rope theta must be positive");
   if (c.rope_scaling != RopeScaling::None && !(c.rope_factor > 0)) bad(path, "rope scaling factor must be positive");
+  if (c.rope_scaling == RopeScaling::Yarn &&
+      (!(c.rope_yarn_beta_fast > 0) || !(c.rope_yarn_beta_slow > 0) || c.rope_original_max_position == 0 ||
+       !(c.rope_attn_factor > 0) || !std::isfinite(c.rope_attn_factor)))
+    bad(path, "YaRN needs positive beta_fast, beta_slow, original context and attention factor");
   if (c.rope_scaling == RopeScaling::LongRope) {
     for (const auto* f : {&c.rope_long_factors, &c.rope_short_factors}) {
       if (f->size() != c.rope_dim / 2)
@@ -110,9 +114,24 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
     if (t == "linear") {
       c.rope_scaling = RopeScaling::Linear;
       c.rope_factor = get_f("rope.scaling.factor", 1.0);
+    } else if (t == "yarn") {
+      // As llama.cpp reads it: the factor, the original context, the ramp's ends; cos and sin scaled by
+      // 0.1 ln(factor) + 1 (its yarn_attn_factor with ggml's own factor put back) times attn_factor.
+      if (f.find(p + "rope.scaling.yarn_log_multiplier"))
+        throw Error(ErrorKind::Unsupported, "model (" + path +
+                                                "): YaRN with rope.scaling.yarn_log_multiplier "
+                                                "(DeepSeek's mscale) is not supported");
+      c.rope_scaling = RopeScaling::Yarn;
+      c.rope_factor = get_f("rope.scaling.factor", 1.0);
+      c.rope_original_max_position = get_u({"rope.scaling.original_context_length", nullptr}, c.max_position);
+      c.rope_yarn_beta_fast = get_f("rope.scaling.yarn_beta_fast", 32.0);
+      c.rope_yarn_beta_slow = get_f("rope.scaling.yarn_beta_slow", 1.0);
+      c.rope_attn_factor =
+          (c.rope_factor > 1 ? 0.1 * std::log(c.rope_factor) + 1 : 1.0) * get_f("rope.scaling.attn_factor", 1.0);
     } else if (t != "none") {
       throw Error(ErrorKind::Unsupported, "model (" + path + "): rope scaling '" + t +
-                                              "' is not supported (supported: none, linear, llama3 via rope_freqs)");
+                                              "' is not supported (supported: none, linear, yarn, llama3 via "
+                                              "rope_freqs)");
     }
   } else if (f.find(p + "rope.scale_linear")) {
     c.rope_scaling = RopeScaling::Linear;
@@ -226,6 +245,20 @@ ModelConfig parse_hf(const std::string& config_path) {
   } else if (rt == "linear") {
     c.rope_scaling = RopeScaling::Linear;
     c.rope_factor = rope_num("factor").value_or(1.0);
+  } else if (rt == "yarn") {
+    // transformers' _compute_yarn_parameters; mscale / mscale_all_dim (DeepSeek's) are not supported.
+    if (rp.contains("mscale") || rp.contains("mscale_all_dim"))
+      throw Error(ErrorKind::Unsupported,
+                  "model (" + config_path + "): YaRN with mscale / mscale_all_dim is not supported");
+    c.rope_scaling = RopeScaling::Yarn;
+    c.rope_factor = rope_num("factor").value_or(1.0);
+    const double omp = rope_num("original_max_position_embeddings").value_or(double(c.max_position));
+    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
+    c.rope_original_max_position = size_t(omp);
+    c.rope_yarn_beta_fast = rope_num("beta_fast").value_or(32.0);
+    c.rope_yarn_beta_slow = rope_num("beta_slow").value_or(1.0);
+    c.rope_attn_factor =
+        rope_num("attention_factor").value_or(c.rope_factor > 1 ? 0.1 * std::log(c.rope_factor) + 1 : 1.0);
   } else if (rt == "longrope" || rt == "su") {
     // transformers' _compute_longrope_parameters: the attention factor, when not given, from the ratio of
     // the context to the original one.
@@ -247,7 +280,7 @@ ModelConfig parse_hf(const std::string& config_path) {
         rope_num("attention_factor").value_or(scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(omp)) : 1.0);
   } else if (rt != "default") {
     throw Error(ErrorKind::Unsupported, "model (" + config_path + "): rope type '" + rt +
-                                            "' is not supported (supported: default, linear, llama3, longrope)");
+                                            "' is not supported (supported: default, linear, llama3, longrope, yarn)");
   }
   c.tie_embeddings = json_field_or(j, k.tie_embeddings.hf, false, context);
   // Qwen2 always has q/k/v bias; others say attention_bias (the loader also takes any bias present).

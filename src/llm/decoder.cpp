@@ -33,8 +33,9 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   device_ = o.device;
   dtype_ = compute_dtype(o, src);
   default_cache_dtype_ = dtype_ == DType::BF16 ? DType::BF16 : DType::F16;
-  rope_ = RopeTable(rope_inverse_frequencies(c, freq_factors), device_, dtype_,
-                    c.rope_scaling == RopeScaling::LongRope ? c.rope_attn_factor : 1.0);
+  rope_ = RopeTable(
+      rope_inverse_frequencies(c, freq_factors), device_, dtype_,
+      c.rope_scaling == RopeScaling::LongRope || c.rope_scaling == RopeScaling::Yarn ? c.rope_attn_factor : 1.0);
 
   // The bytes to load, for the progress callback: every tensor of the file that a layer may read.
   // The layers the file holds, not the count it claims: a file that claims more fails below, at the

@@ -2,6 +2,7 @@
 // decode kernels are taken where Fusions says, with the unfused ops as the fallback.
 #include "layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -61,6 +62,21 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const std::vec
       const double smooth =
           (old_ctx / wl - c.rope_low_freq_factor) / (c.rope_high_freq_factor - c.rope_low_freq_factor);
       f = float((1 - smooth) * f / c.rope_factor + smooth * f);
+    }
+  } else if (c.rope_scaling == RopeScaling::Yarn) {
+    // transformers' _compute_yarn_parameters (ggml's rope_yarn the same): pairs below the dim where beta_fast
+    // rotations fit the original context keep their frequency, pairs past beta_slow's are divided by
+    // factor, a linear ramp between.
+    const double pi = 3.14159265358979323846, dim = double(c.rope_dim);
+    const auto corr = [&](double rotations) {
+      return dim * std::log(double(c.rope_original_max_position) / (rotations * 2 * pi)) / (2 * std::log(c.rope_theta));
+    };
+    const double low = std::max(0.0, std::floor(corr(c.rope_yarn_beta_fast)));
+    const double high = std::min(dim - 1, std::ceil(corr(c.rope_yarn_beta_slow)));
+    for (size_t i = 0; i < half; ++i) {
+      const double ramp = std::clamp((double(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+      const double extrap = inv[i], interp = inv[i] / c.rope_factor;
+      inv[i] = float(interp * ramp + extrap * (1 - ramp));
     }
   }
   return inv;

@@ -19,7 +19,7 @@ namespace wick::llm {
 enum class Arch { Llama, Mistral, Qwen2, Qwen3, Phi3 };
 const char* arch_to_string(Arch a);  // "llama", "mistral", "qwen2", "qwen3", "phi3"
 
-enum class RopeScaling { None, Linear, Llama3, LongRope };
+enum class RopeScaling { None, Linear, Llama3, LongRope, Yarn };
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
@@ -29,16 +29,17 @@ struct ModelConfig {
   double rms_eps = 1e-5, rope_theta = 10000.0;
   size_t rope_dim = 0;  // rotated dims per head (= head_dim for every supported family)
   RopeScaling rope_scaling = RopeScaling::None;
-  double rope_factor = 1.0;                                        // linear and llama3
+  double rope_factor = 1.0;                                        // linear, llama3 and YaRN
   double rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;  // llama3
-  size_t rope_original_max_position = 8192;                        // llama3, LongRoPE
+  size_t rope_original_max_position = 8192;                        // llama3, LongRoPE, YaRN
+  double rope_yarn_beta_fast = 32.0, rope_yarn_beta_slow = 1.0;    // YaRN: the ramp's ends, in rotations
   // LongRoPE (Phi-3/4 long-context variants): per-pair divisors of the rotary frequencies for contexts
-  // past rope_original_max_position (long) and within it (short), and the factor on cos and sin.
+  // past rope_original_max_position (long) and within it (short).
   std::vector<float> rope_long_factors, rope_short_factors;
-  double rope_attn_factor = 1.0;
-  bool tie_embeddings = false;  // the output projection is the token embedding
-  bool qkv_bias = false;        // Qwen2
-  bool qk_norm = false;         // Qwen3: RMSNorm over head_dim on q and k, per head, before rope
+  double rope_attn_factor = 1.0;  // LongRoPE and YaRN: the factor on cos and sin
+  bool tie_embeddings = false;    // the output projection is the token embedding
+  bool qkv_bias = false;          // Qwen2
+  bool qk_norm = false;           // Qwen3: RMSNorm over head_dim on q and k, per head, before rope
   // GGUF llama-arch files have q/k rows permuted by convert_hf_to_gguf.py so rotary pairs are
   // interleaved (rope_i); HF checkpoints and qwen GGUFs rotate halves (rope).
   bool rope_interleaved = false;
