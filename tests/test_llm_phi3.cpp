@@ -1,8 +1,9 @@
 // The phi3 family against llama.cpp: tests/fixtures/llm/phi3 (gen.py) holds tiny random-weight Phi-3 files
 // (q|k|v and gate|up fused, untied) with and without LongRoPE, and llama.cpp's logits for a 48-token prompt
 // (CPU, f32 weights): with the long factors (context 512 > the original 256) and the short ones (context
-// 256). wick loads each with the same context; the Hugging Face directory of the LongRoPE model (config.json
-// with rope_scaling longrope, qkv_proj / gate_up_proj tensors) gives the GGUF's logits.
+// 256), and rotating 12 of each head's 16 dims (partial rotary, as Phi-4-mini; 8.0 away from full rotary's
+// logits). wick loads each with the same context; the Hugging Face directory of the LongRoPE model
+// (config.json with rope_scaling longrope, qkv_proj / gate_up_proj tensors) gives the GGUF's logits.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -58,7 +59,8 @@ TEST(LlmPhi3, MatchesLlamaCpp) {
   for (const Case& c : {Case{"model-f32.gguf", "llamacpp_logits.npy", 512},
                         Case{"model-longrope-f32.gguf", "llamacpp_logits_longrope_long.npy", 512},
                         Case{"model-longrope-f32.gguf", "llamacpp_logits_longrope_short.npy", 256},
-                        Case{"model-longrope-f32.gguf", "llamacpp_logits_longrope_long.npy", 0}}) {
+                        Case{"model-longrope-f32.gguf", "llamacpp_logits_longrope_long.npy", 0},
+                        Case{"model-partial-f32.gguf", "llamacpp_logits_partial.npy", 512}}) {
     const std::string what = c.model + " context " + std::to_string(c.context);
     const std::vector<double> got = logits_of(kPhi3 + c.model, c.context, ids);
     const std::vector<double> want = as_f64(load_npy(kPhi3 + c.npy));
@@ -88,8 +90,9 @@ TEST(LlmPhi3, HuggingFaceDirectoryEqualsGguf) {
   EXPECT_EQ(m->config().rope_long_factors, e["rope_long_factors"].get<std::vector<float>>());
 }
 
-// What the family cannot run is an error naming it: partial rotary embeddings (Phi-4-mini), a longrope
-// config without its factors, a GGUF without its fused q|k|v.
+// What the family cannot run is an error naming it: more rotary dims than the head has, LongRoPE factors
+// that do not cover the rotary dims (3/4 of 16 rotated: 6 pairs, the file has 8), a longrope config
+// without its factors.
 TEST(LlmPhi3, UnsupportedAndBrokenConfigsAreErrors) {
   const fs::path dir = fs::temp_directory_path() / ("wick_phi3_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -102,7 +105,9 @@ TEST(LlmPhi3, UnsupportedAndBrokenConfigsAreErrors) {
     std::ofstream(dir / "config.json") << j.dump();
     return what_of([&] { (void)Model::load(dir.string(), f32_cpu()); });
   };
-  EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 0.75; }).find("partial rotary"),
+  EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 1.5; }).find("within the head dim 16"),
+            std::string::npos);
+  EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 0.75; }).find("needs 6 long and short"),
             std::string::npos);
   EXPECT_NE(with([](nlohmann::json& j) { j["rope_scaling"].erase("long_factor"); }).find("long_factor"),
             std::string::npos);

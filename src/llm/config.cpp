@@ -33,10 +33,9 @@ void check_sizes(const ModelConfig& c, const std::string& path) {
     bad(path, "attention heads (" + std::to_string(c.n_heads) + ") must be a multiple of key/value heads (" +
                   std::to_string(c.n_kv_heads) + ")");
   if (c.head_dim % 2 != 0) bad(path, "head dim " + std::to_string(c.head_dim) + " must be even for rotary embeddings");
-  if (c.rope_dim != c.head_dim)
-    throw Error(ErrorKind::Unsupported, "model config (" + path + "): rotary dims " + std::to_string(c.rope_dim) +
-                                            " != head dim " + std::to_string(c.head_dim) +
-                                            " (partial rotary embeddings are not supported)");
+  if (c.rope_dim == 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
+    bad(path, "rotary dims " + std::to_string(c.rope_dim) + " must be even and within the head dim " +
+                  std::to_string(c.head_dim) + " (partial rotary rotates the first ones)");
   if (!(c.rms_eps > 0) || !(c.rope_theta > 0)) bad(path, "rms eps and rope theta must be positive");
   if (c.rope_scaling != RopeScaling::None && !(c.rope_factor > 0)) bad(path, "rope scaling factor must be positive");
   if (c.rope_scaling == RopeScaling::Yarn &&

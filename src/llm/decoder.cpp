@@ -11,9 +11,10 @@
 namespace wick::llm::detail {
 
 AttentionSpec attention_spec(const ModelConfig& c) {
-  return AttentionSpec{
-      c.hidden,  c.n_heads,  c.n_kv_heads, c.head_dim,
-      c.rms_eps, c.qkv_bias, c.qk_norm,    c.rope_interleaved ? RopeKind::Interleaved : RopeKind::Halves};
+  AttentionSpec s{c.hidden,  c.n_heads,  c.n_kv_heads, c.head_dim,
+                  c.rms_eps, c.qkv_bias, c.qk_norm,    c.rope_interleaved ? RopeKind::Interleaved : RopeKind::Halves};
+  s.rope_dim = c.rope_dim == c.head_dim ? 0 : c.rope_dim;
+  return s;
 }
 
 DType compute_dtype(const LoadOptions& o, const WeightSource& src) {

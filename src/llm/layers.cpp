@@ -137,7 +137,13 @@ Attention::Projected Attention::project(Residual& r, size_t T, const Fusions& f)
 std::pair<Tensor, Tensor> Attention::rope_qk(const Projected& p, size_t T, const Tensor& cos, const Tensor& sin) const {
   const size_t nh = s_.n_heads, nkv = s_.n_kv_heads, hd = s_.head_dim;
   const bool interleaved = s_.rope == RopeKind::Interleaved;
-  auto rope = [&](const Tensor& t) { return interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin); };
+  const size_t rd = s_.rope_dim;
+  auto rope = [&](const Tensor& t) {
+    if (rd == 0) return interleaved ? t.rope_i(cos, sin) : t.rope(cos, sin);
+    // Partial rotary: the first rd dims of each head rotate (as pairs of their own), the rest pass.
+    const Tensor rot = t.narrow(3, 0, rd);
+    return Tensor::cat({interleaved ? rot.rope_i(cos, sin) : rot.rope(cos, sin), t.narrow(3, rd, hd - rd)}, 3);
+  };
   auto heads = [&](const Tensor& t, size_t n_heads) { return t.reshape({1, T, n_heads, hd}); };
   if (p.y.defined() && !s_.qk_norm) {
     // q and k heads side by side take the same rotation: one rope for both.
@@ -160,7 +166,7 @@ void Attention::forward(Residual& r, Tensor& kc, Tensor& vc, const Step& s, cons
   const Tensor& v = p.v;
   const DType cdt = kc.dtype();
   Tensor a;
-  if (s.step && y.defined() && !s_.qk_norm && cdt == r.x.dtype() && f.rope_kv_append()) {
+  if (s.step && y.defined() && !s_.qk_norm && s_.rope_dim == 0 && cdt == r.x.dtype() && f.rope_kv_append()) {
     // A recorded step: rope of q and k and both cache writes are one kernel.
     const Tensor qk = y.narrow(1, 0, (nh + nkv) * hd).reshape({1, T, nh + nkv, hd}).transpose(1, 2);
     const Tensor q = fast::rope_kv_append(qk, s.cos, s.sin, s_.rope == RopeKind::Interleaved, nh, v.transpose(1, 2), kc,

@@ -117,6 +117,7 @@ struct AttentionSpec {
   bool qk_norm;  // RMSNorm over head_dim on q and k, per head, before rope
   RopeKind rope;
   bool fused_qkv = false;  // the file holds q|k|v as one tensor (attn_qkv; Phi-3)
+  size_t rope_dim = 0;     // dims of each head rotated, the first ones (Phi-4-mini: 3/4); 0: all
 };
 
 // Grouped-query self-attention with rotary embeddings, causal, over the KV cache: the pre-norm, the

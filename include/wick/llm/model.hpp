@@ -27,7 +27,7 @@ struct ModelConfig {
   size_t vocab_size = 0, hidden = 0, intermediate = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0,
          max_position = 0;
   double rms_eps = 1e-5, rope_theta = 10000.0;
-  size_t rope_dim = 0;  // rotated dims per head (= head_dim for every supported family)
+  size_t rope_dim = 0;  // rotated dims per head: head_dim, or the first ones (partial rotary: Phi-4-mini)
   RopeScaling rope_scaling = RopeScaling::None;
   double rope_factor = 1.0;                                        // linear, llama3 and YaRN
   double rope_low_freq_factor = 1.0, rope_high_freq_factor = 4.0;  // llama3
