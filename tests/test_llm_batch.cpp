@@ -113,10 +113,10 @@ double run_batched(Model& m, const std::vector<Alone>& ref, const std::vector<si
 }
 
 // Every family's f16 GGUF, two Q4_K_M ones, the sliding-window model, Phi-3 with LongRoPE and with partial
-// rotary, f32 on the CPU: the batched logits equal the logits of each sequence alone up to rounding (OpenBLAS
-// sums a row's products in another order for other row counts; paged attention sums in its own order): bound
-// 1e-4, measured <= 2.3e-5; the Q4_K_M files 0.25, measured 0.062 (llama2, prompts whole; AMD EPYC,
-// AVX-512 VNNI) and 0.153 (qwen3, chunks of 3; the GPU machine's Intel CPU), see below; a key from the wrong
+// rotary, Gemma 3 (a window on 5 of 6 layers), f32 on the CPU: the batched logits equal the logits of each sequence
+// alone up to rounding (OpenBLAS sums a row's products in another order for other row counts; paged attention sums in
+// its own order): bound 1e-4, measured <= 2.3e-5; the Q4_K_M files 0.25, measured 0.062 (llama2, prompts whole; AMD
+// EPYC, AVX-512 VNNI) and 0.153 (qwen3, chunks of 3; the GPU machine's Intel CPU), see below; a key from the wrong
 // block or position moves logits by O(1). Greedy tokens are equal.
 void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie) {
   std::vector<std::string> paths;
@@ -125,9 +125,9 @@ void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie) {
   for (const char* f : {"llama2", "qwen3"})
     if (fs::exists(kLlm + f + "/model-q4_k_m.gguf")) paths.push_back(kLlm + f + "/model-q4_k_m.gguf");
   if (fs::exists(kDev + "dev_mistral_swa/config.json")) paths.push_back(kDev + "dev_mistral_swa");
-  for (const char* f : {"phi3/model-longrope-f32.gguf", "phi3/model-partial-f32.gguf"})
+  for (const char* f : {"phi3/model-longrope-f32.gguf", "phi3/model-partial-f32.gguf", "gemma3/model-f32.gguf"})
     if (fs::exists(kLlm + f)) paths.push_back(kLlm + f);
-  ASSERT_GE(paths.size(), 8u) << "fixtures missing under " << kLlm;
+  ASSERT_GE(paths.size(), 9u) << "fixtures missing under " << kLlm;
   for (const std::string& path : paths) {
     auto m = Model::load(path, lo);
     const size_t vocab = m->config().vocab_size;

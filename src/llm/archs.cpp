@@ -26,9 +26,31 @@ const std::vector<TensorName> kPhi3LayerTensors = {
     {"attn_norm", "input_layernorm"},         {"attn_qkv", "self_attn.qkv_proj"}, {"attn_output", "self_attn.o_proj"},
     {"ffn_norm", "post_attention_layernorm"}, {"ffn_up", "mlp.gate_up_proj"},     {"ffn_down", "mlp.down_proj"}};
 
+// Gemma 3's: q/k norms, a norm after attention and after the feed-forward, and one before it.
+const std::vector<TensorName> kGemma3LayerTensors = {{"attn_norm", "input_layernorm"},
+                                                     {"attn_q", "self_attn.q_proj"},
+                                                     {"attn_k", "self_attn.k_proj"},
+                                                     {"attn_v", "self_attn.v_proj"},
+                                                     {"attn_output", "self_attn.o_proj"},
+                                                     {"attn_q_norm", "self_attn.q_norm"},
+                                                     {"attn_k_norm", "self_attn.k_norm"},
+                                                     {"post_attention_norm", "post_attention_layernorm"},
+                                                     {"ffn_norm", "pre_feedforward_layernorm"},
+                                                     {"post_ffw_norm", "post_feedforward_layernorm"},
+                                                     {"ffn_gate", "mlp.gate_proj"},
+                                                     {"ffn_up", "mlp.up_proj"},
+                                                     {"ffn_down", "mlp.down_proj"}};
+
 HParamKeys with_window() {
   HParamKeys k;
   k.sliding_window = {nullptr, "sliding_window"};
+  return k;
+}
+
+HParamKeys gemma3_keys() {
+  HParamKeys k;
+  k.sliding_window = {"attention.sliding_window", "sliding_window"};
+  k.rms_eps.hf = "rms_norm_eps";
   return k;
 }
 
@@ -108,6 +130,21 @@ const std::vector<ArchInfo>& arch_table() {
           .qk_norm = false,
           .gguf_rope_interleaved = false,
           .build = build_phi3,
+      },
+      {
+          // Gemma 3 (1B-27B, text): config.json model_type gemma3_text (Gemma3ForCausalLM).
+          .arch = Arch::Gemma3,
+          .name = "gemma3",
+          .gguf_arch = "gemma3",
+          .hf_types = {"gemma3_text"},
+          .keys = gemma3_keys(),
+          .model_tensors = kDecoderModelTensors,
+          .layer_tensors = kGemma3LayerTensors,
+          .required = {"attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"},
+          .qkv_bias = false,
+          .qk_norm = true,
+          .gguf_rope_interleaved = false,
+          .build = build_gemma3,
       },
   };
   return table;

@@ -88,5 +88,7 @@ std::unique_ptr<Model> build_qwen3(const ModelConfig& c, const WeightSource& src
                                    std::vector<float> rope_freq_factors);
 std::unique_ptr<Model> build_phi3(const ModelConfig& c, const WeightSource& src, const LoadOptions& o,
                                   std::vector<float> rope_freq_factors);
+std::unique_ptr<Model> build_gemma3(const ModelConfig& c, const WeightSource& src, const LoadOptions& o,
+                                    std::vector<float> rope_freq_factors);
 
 }  // namespace wick::llm::detail

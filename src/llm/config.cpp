@@ -38,6 +38,12 @@ void check_sizes(const ModelConfig& c, const std::string& path) {
                   std::to_string(c.head_dim) + " (partial rotary rotates the first ones)");
   if (!(c.rms_eps > 0) || !(c.rope_theta > 0)) bad(path, "rms eps and rope theta must be positive");
   if (c.rope_scaling != RopeScaling::None && !(c.rope_factor > 0)) bad(path, "rope scaling factor must be positive");
+  if (!c.sliding_layers.empty() && c.sliding_layers.size() != c.n_layers)
+    bad(path, "the sliding-window layer list has " + std::to_string(c.sliding_layers.size()) + " entries for " +
+                  std::to_string(c.n_layers) + " layers");
+  if (c.rope_local_theta < 0 || !(c.attention_scale >= 0) || !(c.final_logit_softcap >= 0) ||
+      !std::isfinite(c.attention_scale) || !std::isfinite(c.final_logit_softcap))
+    bad(path, "local rope base, attention scale and final logit soft-cap must be non-negative and finite");
   if (c.rope_scaling == RopeScaling::Yarn &&
       (!(c.rope_yarn_beta_fast > 0) || !(c.rope_yarn_beta_slow > 0) || c.rope_original_max_position == 0 ||
        !(c.rope_attn_factor > 0) || !std::isfinite(c.rope_attn_factor)))
@@ -157,6 +163,23 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
   // convert_hf_to_gguf.py permutes llama q/k for llama.cpp's normal (interleaved) rope; qwen2/3
   // keep HF's order and use NEOX (halves).
   c.rope_interleaved = row->gguf_rope_interleaved;
+  if (k.sliding_window.gguf) c.sliding_window = get_u(k.sliding_window, 0);
+  if (c.arch == Arch::Gemma3) {
+    // As llama.cpp reads a gemma3 file: a window on layers l % pattern < pattern - 1 (pattern 6 unless the
+    // file says), those rotating with base rope.freq_base_swa (10000 unless given) and no scaling; the
+    // scale 1 / sqrt(head_dim), 1 / sqrt(hidden / heads) for the 62-layer (27B) shape; norms stored as 1 + w.
+    if (c.sliding_window) {
+      if (const GGUFValue* v = f.find(p + "attention.sliding_window_pattern"); v && v->type == GGUFType::Array)
+        throw Error(ErrorKind::Unsupported, "model (" + path +
+                                                "): a per-layer attention.sliding_window_pattern array "
+                                                "is not supported; give one period");
+      const uint64_t pattern = get_u({"attention.sliding_window_pattern", nullptr}, 6);
+      for (size_t l = 0; l < c.n_layers; ++l) c.sliding_layers.push_back(pattern == 0 || l % pattern < pattern - 1);
+    }
+    c.rope_local_theta = get_f("rope.freq_base_swa", 10000.0);
+    c.attention_scale = 1.0 / std::sqrt(double(c.n_layers == 62 && c.n_heads ? c.hidden / c.n_heads : c.head_dim));
+    c.final_logit_softcap = get_f("final_logit_softcapping", 0.0);
+  }
   check_sizes(c, path);
   return c;
 }
@@ -288,6 +311,28 @@ ModelConfig parse_hf(const std::string& config_path) {
   c.qkv_bias = row->qkv_bias || attention_bias;
   c.qk_norm = row->qk_norm;
   c.rope_interleaved = false;
+  if (c.arch == Arch::Gemma3) {
+    // transformers' Gemma3TextConfig: layer_types, else sliding_window_pattern (6): layer l slides unless
+    // (l + 1) % pattern == 0; query_pre_attn_scalar^-1/2; RMSNorm weights applied as 1 + w.
+    if (json_field_or(j, "attn_logit_softcapping", 0.0, context) != 0.0)
+      throw Error(ErrorKind::Unsupported, "model (" + config_path + "): attn_logit_softcapping is not supported");
+    if (const auto* lt = j.contains("layer_types") && j["layer_types"].is_array() ? &j["layer_types"] : nullptr) {
+      for (const auto& t : *lt) {
+        if (!t.is_string()) bad(config_path, "layer_types holds a non-string: " + t.dump());
+        c.sliding_layers.push_back(t.get<std::string>() == "sliding_attention");
+      }
+      if (c.sliding_layers.size() != c.n_layers)
+        bad(config_path, "layer_types has " + std::to_string(c.sliding_layers.size()) + " entries for " +
+                             std::to_string(c.n_layers) + " layers");
+    } else {
+      const size_t pattern = size("sliding_window_pattern", 6);
+      for (size_t l = 0; l < c.n_layers; ++l) c.sliding_layers.push_back(pattern == 0 || (l + 1) % pattern != 0);
+    }
+    c.rope_local_theta = num(j, "rope_local_base_freq").value_or(10000.0);
+    c.attention_scale = 1.0 / std::sqrt(num(j, "query_pre_attn_scalar").value_or(double(c.head_dim)));
+    c.final_logit_softcap = json_field_or(j, "final_logit_softcapping", 0.0, context);
+    c.norm_weight_offset = 1.0;
+  }
   if (k.sliding_window.hf) {
     c.sliding_window = size(k.sliding_window.hf, 0);
   } else if (json_field_or(j, "use_sliding_window", false, context)) {

@@ -47,18 +47,32 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
     for (const char* p : {"attn_norm.weight", "ffn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
                           "attn_output.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "attn_q.bias",
                           "attn_k.bias", "attn_v.bias", "attn_output.bias", "attn_q_norm.weight", "attn_k_norm.weight",
-                          "attn_qkv.weight", "attn_qkv.bias"})
+                          "attn_qkv.weight", "attn_qkv.bias", "post_attention_norm.weight", "post_ffw_norm.weight"})
       names.push_back("blk." + std::to_string(l) + "." + p);
   size_t total = 0;
   for (const auto& n : names)
     if (src.has(n)) total += src.file_bytes(n);
   WeightLoader ld(src, o.device, dtype_, o.progress, total);
+  ld.set_norm_offset(c.norm_weight_offset);
+  if (spec.rope_local_theta > 0) {
+    ModelConfig lc = c;
+    lc.rope_theta = spec.rope_local_theta;
+    lc.rope_scaling = RopeScaling::None;
+    rope_local_ = RopeTable(rope_inverse_frequencies(lc, {}), device_, dtype_);
+  }
+  if (spec.embed_scale > 0)  // as transformers multiplies: by the scale rounded to the activations' dtype
+    embed_scale_ = Tensor::from_vector(std::vector<float>{float(spec.embed_scale)}, {1})
+                       .to_dtype(dtype_)
+                       .to_dtype(DType::F32)
+                       .to_vector<float>()[0];
+  // The recorded GPU step has one rotary input, no embedding scale and no soft-cap.
+  if (spec.rope_local_theta > 0 || spec.embed_scale > 0 || spec.final_softcap > 0) graphs_ = false;
 
   embed_.load(ld, src, c.vocab_size, c.hidden, dtype_);
   for (size_t l = 0; l < c.n_layers; ++l) {
     Layer& L = layers_.emplace_back();
     L.attn.load(ld, l, spec.attn, fusions_);
-    L.mlp.load(ld, l, c.hidden, c.intermediate, c.rms_eps, fusions_, spec.fused_gate_up);
+    L.mlp.load(ld, l, c.hidden, c.intermediate, c.rms_eps, fusions_, spec.fused_gate_up, spec.gelu, spec.post_norms);
   }
   head_.load(ld, c.hidden, c.vocab_size, c.rms_eps, c.tie_embeddings ? &embed_ : nullptr);
   weight_bytes_ = ld.bytes();
@@ -109,10 +123,30 @@ Tensor DecoderModel::run(const std::vector<int32_t>& tokens, KvCache& cache, boo
   // cos/sin rows for positions pos0 .. pos0+T-1: views of a device table that covers the cache.
   rope_.ensure(cache.capacity());  // forward() checked pos0 + T <= capacity
   const Tensor cos = rope_.cos().narrow(0, pos0, T), sin = rope_.sin().narrow(0, pos0, T);
-  Tensor x = layers(embed_.forward(ids), cache, Step{T, cos, sin, pos0, key0, nullptr, 0});
+  Tensor x;
+  if (spec_.sliding_layers.empty()) {
+    x = layers(embed(ids), cache, Step{T, cos, sin, pos0, key0, nullptr, 0});
+  } else {
+    // Layers with the window start at key0 (with their own rotary table, if any); the others at 0.
+    const RopeTable& lt = spec_.rope_local_theta > 0 ? rope_local_ : rope_;
+    if (&lt != &rope_) rope_local_.ensure(cache.capacity());
+    const Tensor lcos = lt.cos().narrow(0, pos0, T), lsin = lt.sin().narrow(0, pos0, T);
+    const Step local{T, lcos, lsin, pos0, key0, nullptr, 0};
+    x = layers(embed(ids), cache, Step{T, cos, sin, pos0, 0, nullptr, 0}, &local);
+  }
   cache.advance(T);
   if (!all_logits) x = x.narrow(0, T - 1, 1);
-  return head_.forward(x, fusions_);
+  return soft_cap(head_.forward(x, fusions_));
+}
+
+Tensor DecoderModel::embed(const Tensor& ids) const {
+  const Tensor x = embed_.forward(ids);
+  return embed_scale_ > 0 ? x.affine(embed_scale_, 0.0) : x;
+}
+
+Tensor DecoderModel::soft_cap(Tensor logits) const {
+  const double cap = spec_.final_softcap;
+  return cap > 0 ? logits.affine(1.0 / cap, 0.0).tanh().affine(cap, 0.0) : logits;
 }
 
 Tensor DecoderModel::forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCache& cache) {
@@ -169,23 +203,30 @@ Tensor DecoderModel::forward_batch(const std::vector<BatchSeq>& seqs, PagedKvCac
   step.seq = Tensor::from_vector(seq, {T}, device_);
   step.block_table = Tensor::from_vector(table, {seqs.size(), max_blocks}, device_);
   step.block_tokens = bt;
-  step.window = spec_.sliding_window;
-  Residual r{embed_.forward(Tensor::from_vector(ids, {T}, device_)), Tensor()};
+  // The window's layers: the window and, where they have one, their own rotary rows; the others neither.
+  PagedStep local = step;
+  local.window = spec_.sliding_window;
+  if (spec_.rope_local_theta > 0) {
+    rope_local_.ensure(std::min(rope_rows, nb * bt));
+    local.cos = rope_local_.cos().embedding(step.pos);
+    local.sin = rope_local_.sin().embedding(step.pos);
+  }
+  Residual r{embed(Tensor::from_vector(ids, {T}, device_)), Tensor()};
   for (size_t l = 0; l < layers_.size(); ++l) {
-    layers_[l].attn.forward_paged(r, cache.k(l), cache.v(l), step, fusions_, dtype_);
+    layers_[l].attn.forward_paged(r, cache.k(l), cache.v(l), slides(l) ? local : step, fusions_, dtype_);
     layers_[l].mlp.forward(r, fusions_);
   }
   if (logit_rows.empty()) return Tensor::zeros({0, c.vocab_size}, DType::F32, device_);
   const Tensor x = r.finish();
   const Tensor last =
       logit_rows.size() == T ? x : x.embedding(Tensor::from_vector(logit_rows, {logit_rows.size()}, device_));
-  return head_.forward(last, fusions_);
+  return soft_cap(head_.forward(last, fusions_));
 }
 
-Tensor DecoderModel::layers(Tensor x, KvCache& cache, const Step& s) const {
+Tensor DecoderModel::layers(Tensor x, KvCache& cache, const Step& s, const Step* local) const {
   Residual r{std::move(x), Tensor()};
   for (size_t l = 0; l < layers_.size(); ++l) {
-    layers_[l].attn.forward(r, cache.k(l), cache.v(l), s, fusions_, dtype_);
+    layers_[l].attn.forward(r, cache.k(l), cache.v(l), local && slides(l) ? *local : s, fusions_, dtype_);
     layers_[l].mlp.forward(r, fusions_);
   }
   return r.finish();

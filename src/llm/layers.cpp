@@ -112,6 +112,7 @@ void Attention::load(WeightLoader& ld, size_t l, const AttentionSpec& s, const F
     q_norm_ = ld.tensor(blk(l, "attn_q_norm.weight"), {hd});
     k_norm_ = ld.tensor(blk(l, "attn_k_norm.weight"), {hd});
   }
+  if (s.post_norm) post_norm_ = ld.tensor(blk(l, "post_attention_norm.weight"), {H});
   if (!s.fused_qkv && f.stack()) {
     qkv_ = stack_linears({&q_, &k_, &v_});
     if (qkv_.defined()) q_ = k_ = v_ = Linear{};
@@ -172,23 +173,24 @@ void Attention::forward(Residual& r, Tensor& kc, Tensor& vc, const Step& s, cons
     const Tensor q = fast::rope_kv_append(qk, s.cos, s.sin, s_.rope == RopeKind::Interleaved, nh, v.transpose(1, 2), kc,
                                           vc, s.step->narrow(0, 0, 1));
     a = attention_kv_len(q, kc.narrow(2, 0, s.view), vc.narrow(2, 0, s.view), s.step->narrow(0, 1, 1),
-                         /*causal=*/true);
+                         /*causal=*/true, scale());
   } else {
     const auto [q, k] = rope_qk(p, T, s.cos, s.sin);
     if (s.step) {
       const Tensor pos = s.step->narrow(0, 0, 1), len = s.step->narrow(0, 1, 1);
       kc.slice_set(k.to_dtype(cdt), 2, pos);
       vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, pos);
-      a = attention_kv_len(q.to_dtype(cdt), kc.narrow(2, 0, s.view), vc.narrow(2, 0, s.view), len, /*causal=*/true);
+      a = attention_kv_len(q.to_dtype(cdt), kc.narrow(2, 0, s.view), vc.narrow(2, 0, s.view), len, /*causal=*/true,
+                           scale());
     } else {
       kc.slice_set(k.to_dtype(cdt), 2, s.pos0);
       vc.slice_set(v.transpose(1, 2).to_dtype(cdt), 2, s.pos0);
       const size_t nk = s.pos0 + T - s.key0;
-      a = attention(q.to_dtype(cdt), kc.narrow(2, s.key0, nk), vc.narrow(2, s.key0, nk), /*causal=*/true);
+      a = attention(q.to_dtype(cdt), kc.narrow(2, s.key0, nk), vc.narrow(2, s.key0, nk), /*causal=*/true, scale());
     }
   }
   a = a.to_dtype(dtype).transpose(1, 2).reshape({T, nh * hd});
-  r.pending = o_.forward(a);
+  r.pending = finish(o_.forward(a));
 }
 
 void Attention::forward_paged(Residual& r, Tensor& kc, Tensor& vc, const PagedStep& s, const Fusions& f,
@@ -200,14 +202,17 @@ void Attention::forward_paged(Residual& r, Tensor& kc, Tensor& vc, const PagedSt
   // attends each token over its sequence's keys through the block table.
   const Tensor a = fast::paged_attention(q.transpose(1, 2).reshape({T, nh, hd}),
                                          k.transpose(1, 2).reshape({T, nkv, hd}), p.v.reshape({T, nkv, hd}), kc, vc,
-                                         s.slot, s.block_table, s.seq, s.pos, s.block_tokens, s.window);
-  r.pending = o_.forward(a.to_dtype(dtype).reshape({T, nh * hd}));
+                                         s.slot, s.block_table, s.seq, s.pos, s.block_tokens, s.window, scale());
+  r.pending = finish(o_.forward(a.to_dtype(dtype).reshape({T, nh * hd})));
 }
 
-void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps, const Fusions& f, bool fused) {
+void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps, const Fusions& f, bool fused,
+                    bool gelu, bool post_norm) {
   ff_ = ff;
   eps_ = eps;
+  gelu_ = gelu;
   norm_ = ld.tensor(blk(l, "ffn_norm.weight"), {H});
+  if (post_norm) post_norm_ = ld.tensor(blk(l, "post_ffw_norm.weight"), {H});
   if (fused) {
     gate_up_ = ld.linear(blk(l, "ffn_up"), {2 * ff, H}, false);
     down_ = ld.linear(blk(l, "ffn_down"), {H, ff}, false);
@@ -225,8 +230,9 @@ void GatedMlp::load(WeightLoader& ld, size_t l, size_t H, size_t ff, double eps,
 void GatedMlp::forward(Residual& r, const Fusions& f) const {
   const size_t T = r.x.dim(0);
   QTensor sq;  // silu_mul's output in Q8_1, where down takes it
-  const bool sq_out = f.q8_1_input(down_, T);
+  const bool sq_out = !gelu_ && f.q8_1_input(down_, T);
   auto silu_mul = [&](const Tensor& g, const Tensor& u) {
+    if (gelu_) return g.gelu().mul(u);
     if (!sq_out) return g.silu_mul(u);
     Tensor y;
     std::tie(y, sq) = fast::silu_mul_q8_1(g, u);
@@ -237,7 +243,8 @@ void GatedMlp::forward(Residual& r, const Fusions& f) const {
   Tensor s;
   if (n.y.defined()) {
     s = silu_mul(n.y.narrow(1, 0, ff_), n.y.narrow(1, ff_, ff_));
-  } else if (gate_up_.defined() && !gate_up_.q.defined() && !gate_up_.b.defined() && !sq_out && f.matmul_swiglu()) {
+  } else if (gate_up_.defined() && !gate_up_.q.defined() && !gate_up_.b.defined() && !sq_out && !gelu_ &&
+             f.matmul_swiglu()) {
     s = fast::matmul_swiglu(n.h, gate_up_.w.t());  // plain weights: one kernel on a GPU's decode shapes
   } else if (gate_up_.defined()) {
     const Tensor y = gate_up_.forward(n.h, n.hq);
@@ -246,6 +253,7 @@ void GatedMlp::forward(Residual& r, const Fusions& f) const {
     s = silu_mul(gate_.forward(n.h, n.hq), up_.forward(n.h, n.hq));
   }
   r.pending = down_.forward(s, sq);
+  if (post_norm_.defined()) r.pending = r.pending.rms_norm(post_norm_, eps_);
 }
 
 void Embedding::load(WeightLoader& ld, const WeightSource& src, size_t vocab, size_t hidden, DType dtype) {

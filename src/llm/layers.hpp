@@ -118,6 +118,8 @@ struct AttentionSpec {
   RopeKind rope;
   bool fused_qkv = false;  // the file holds q|k|v as one tensor (attn_qkv; Phi-3)
   size_t rope_dim = 0;     // dims of each head rotated, the first ones (Phi-4-mini: 3/4); 0: all
+  double scale = 0;        // q k^T scale; 0: 1 / sqrt(head_dim)
+  bool post_norm = false;  // RMSNorm (post_attention_norm) on the output before the residual add (Gemma 3)
 };
 
 // Grouped-query self-attention with rotary embeddings, causal, over the KV cache: the pre-norm, the
@@ -142,9 +144,12 @@ class Attention {
   Projected project(Residual& r, size_t T, const Fusions& f) const;
   // q (1, n_heads, T, head_dim) and k (1, n_kv_heads, T, head_dim), q/k-normed and rotated.
   std::pair<Tensor, Tensor> rope_qk(const Projected& p, size_t T, const Tensor& cos, const Tensor& sin) const;
+  std::optional<double> scale() const { return s_.scale > 0 ? std::optional<double>(s_.scale) : std::nullopt; }
+  // The output projection's result as the residual stream takes it: through post_norm_ where there is one.
+  Tensor finish(Tensor y) const { return post_norm_.defined() ? y.rms_norm(post_norm_, s_.eps) : y; }
 
   AttentionSpec s_{};
-  Tensor norm_, q_norm_, k_norm_;
+  Tensor norm_, q_norm_, k_norm_, post_norm_;
   Linear q_, k_, v_, o_;
   Linear qkv_;  // on a GPU, q/k/v stacked where they can be
   Linear qk_;   // else q and k stacked (v's type differs: llama-quantize's Q4_K_M gives some layers Q6_K v)
@@ -154,14 +159,16 @@ class Attention {
 class GatedMlp {
  public:
   // fused: the file's ffn_up holds gate|up (2 x intermediate rows; Phi-3), and there is no ffn_gate.
+  // gelu: GeLU (tanh) of the gate instead of SiLU; post_norm: RMSNorm (post_ffw_norm) on the output (Gemma 3).
   void load(WeightLoader& ld, size_t layer, size_t hidden, size_t intermediate, double eps, const Fusions& f,
-            bool fused = false);
+            bool fused = false, bool gelu = false, bool post_norm = false);
   void forward(Residual& r, const Fusions& f) const;
 
  private:
   size_t ff_ = 0;
   double eps_ = 0;
-  Tensor norm_;
+  bool gelu_ = false;
+  Tensor norm_, post_norm_;
   Linear gate_, up_, down_;
   Linear gate_up_;  // on a GPU, stacked where they can be
 };

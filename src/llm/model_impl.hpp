@@ -75,6 +75,8 @@ class WeightLoader {
   QTensor qtensor(const std::string& name, const Shape& expected);           // a quantized one, as stored
   Linear linear(const std::string& name, const Shape& expected, bool bias);  // bias: required
   size_t bytes() const { return bytes_; }                                    // device bytes loaded so far
+  // Added (in f32) to every "*norm.weight" tensor() loads: Gemma's checkpoints store w of (1 + w).
+  void set_norm_offset(double offset) { norm_offset_ = offset; }
 
  private:
   void check_shape(const std::string& name, const Shape& expected) const;
@@ -84,6 +86,7 @@ class WeightLoader {
   DType dtype_;
   std::function<void(size_t, size_t)> progress_;
   size_t total_ = 0, done_ = 0, bytes_ = 0;
+  double norm_offset_ = 0;
 };
 
 std::string shape_string(const Shape& s);

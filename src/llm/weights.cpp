@@ -178,14 +178,17 @@ Tensor WeightLoader::tensor(const std::string& name, const Shape& expected) {
   Tensor t;
   if (src_.quantized(name)) {
     // A quantized norm or bias (rare): dequantize once on the device.
-    t = src_.load_quantized(name, device_).dequantize(DType::F32).to_dtype(dtype_);
+    t = src_.load_quantized(name, device_).dequantize(DType::F32);
   } else {
     t = src_.load(name, device_);
     if (!dtype_is_float(t.dtype()))
       throw Error(ErrorKind::DType, "model (" + src_.path() + "): tensor " + src_.file_name(name) + " is " +
                                         src_.type_name(name) + ", expected a float type");
-    t = t.to_dtype(dtype_);
   }
+  const std::string norm = "norm.weight";
+  if (norm_offset_ != 0 && name.size() >= norm.size() && name.compare(name.size() - norm.size(), norm.size(), norm) == 0)
+    t = t.to_dtype(DType::F32).affine(1.0, norm_offset_);
+  t = t.to_dtype(dtype_);
   bytes_ += t.numel() * dtype_size(t.dtype());
   step(name);
   return t;

@@ -1,5 +1,5 @@
 #pragma once
-// LLaMA-family language models (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3, Phi-3/4) built on
+// LLaMA-family language models (LLaMA 2/3.x, TinyLlama, SmolLM2, Mistral, Qwen2/2.5, Qwen3, Phi-3/4, Gemma 3) built on
 // wick's public Tensor API, loaded from a GGUF file or a Hugging Face directory.
 #include <cstddef>
 #include <cstdint>
@@ -16,8 +16,9 @@
 
 namespace wick::llm {
 
-enum class Arch { Llama, Mistral, Qwen2, Qwen3, Phi3 };
-const char* arch_to_string(Arch a);  // "llama", "mistral", "qwen2", "qwen3", "phi3"
+enum class Arch { Llama, Mistral, Qwen2, Qwen3, Phi3, Gemma3 };
+// "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma3"
+const char* arch_to_string(Arch a);
 
 enum class RopeScaling { None, Linear, Llama3, LongRope, Yarn };
 
@@ -46,6 +47,13 @@ struct ModelConfig {
   // Mistral (config.json sliding_window): a query at position p sees keys p-W+1 .. p. 0: no window.
   // GGUF files have none (llama.cpp's llama arch ignores it too).
   size_t sliding_window = 0;
+  // Gemma 3: which layers take the window (the others see every key); empty: every layer. Those layers
+  // rotate with base rope_local_theta and no scaling; the others with rope_theta and rope_scaling.
+  std::vector<bool> sliding_layers;
+  double rope_local_theta = 0;     // 0: rope_theta
+  double attention_scale = 0;      // q k^T scale; 0: 1 / sqrt(head_dim)
+  double final_logit_softcap = 0;  // logits = cap * tanh(logits / cap); 0: none
+  double norm_weight_offset = 0;   // RMSNorm weights applied as offset + w (Gemma's checkpoints: 1)
 };
 
 // The fused kernels of a one-token decode step on a GPU, each on by default. Turning one off runs
