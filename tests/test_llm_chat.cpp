@@ -159,3 +159,24 @@ TEST(LlmChat, BosOnceWhenTheTokenizerAddsIt) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), l3.bos_id()), 1);
   EXPECT_EQ(ids[1], *l3.find("<|start_header_id|>"));
 }
+
+// A system message under a Gemma template (Gemma 2's refuses one): merged into the first user turn with a
+// blank line, as llama.cpp's llama-chat.cpp does; the expected text is llama.cpp's own expected output for
+// google/gemma-7b-it in its tests/test-chat-template.cpp (messages as chat.json's longer conversation).
+TEST(LlmChat, GemmaSystemMergedAsLlamaCppDoes) {
+  const std::string tmpl =
+      "{% for message in messages %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% "
+      "set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + "
+      "'<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}";
+  ASSERT_EQ(detect_chat_template(tmpl), "gemma");
+  const std::vector<ChatMessage> msgs = {{"system", "You are a helpful assistant"},
+                                         {"user", "Hello"},
+                                         {"assistant", "Hi there"},
+                                         {"user", "Who are you"},
+                                         {"assistant", "   I am an assistant   "},
+                                         {"user", "Another question"}};
+  EXPECT_EQ(render_chat("gemma", tmpl, msgs, true, "<bos>", "<eos>"),
+            "<start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\nHi "
+            "there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\nI am an "
+            "assistant<end_of_turn>\n<start_of_turn>user\nAnother question<end_of_turn>\n<start_of_turn>model\n");
+}

@@ -208,11 +208,38 @@ std::string render_phi3(const std::string& fmt, const std::string& tmpl, const s
     }
     return out;
   }
-  for (const auto& m : msgs) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  // Phi-3.5-mini's template leaves out an empty system message.
+  const bool skip_empty_system = has(tmpl, "'system' and message['content']");
+  for (const auto& m : msgs)
+    if (!(skip_empty_system && m.role == "system" && m.content.empty()))
+      out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
   if (has(tmpl, "eos_token"))
     out += gen ? "<|assistant|>\n" : eos;
   else if (gen && (msgs.empty() || msgs.back().role != "assistant"))
     out += "<|assistant|>\n";
+  return out;
+}
+
+// Gemma: '<start_of_turn>' + role ('model' for the assistant) + '\n' + trimmed content + '<end_of_turn>\n',
+// the model's opening as the generation prompt. Gemma 2's template refuses a system message and Gemma 3's
+// puts it before the first user message with a blank line: done here as llama.cpp's llama-chat.cpp does.
+std::string render_gemma(const std::string& tmpl, const std::vector<ChatMessage>& msgs, bool gen,
+                         const std::string& bos) {
+  std::string out = has(tmpl, "bos_token") ? bos : "", system;
+  for (const auto& m : msgs) {
+    if (m.role == "system") {
+      system += trim(m.content);
+      continue;
+    }
+    const std::string role = m.role == "assistant" ? "model" : m.role;
+    out += "<start_of_turn>" + role + "\n";
+    if (!system.empty() && role != "model") {
+      out += system + "\n\n";
+      system.clear();
+    }
+    out += trim(m.content) + "<end_of_turn>\n";
+  }
+  if (gen) out += "<start_of_turn>model\n";
   return out;
 }
 
@@ -255,6 +282,7 @@ std::string detect_chat_template(const std::string& t) {
   }
   if (has(t, "<|user|>") && has(t, "<|assistant|>") && !has(t, "<|end|>") && has(t, "eos_token")) return "zephyr";
   if (has(t, "<|im_sep|>") && has(t, "<|im_start|>")) return "phi4";
+  if (has(t, "<start_of_turn>")) return "gemma";
   if (has(t, "<|assistant|>") && has(t, "<|end|>"))
     return has(t, "'<|' + message['role'] + '|>'") || has(t, "<|system|>") ? "phi3" : "phi3-mini";
   return "";
@@ -272,11 +300,12 @@ std::string render_chat(const std::string& format, const std::string& tmpl, cons
   if (format == "phi3" || format == "phi3-mini")
     return render_phi3(format, tmpl, msgs, add_generation_prompt, bos_text, eos_text);
   if (format == "phi4") return render_phi4(msgs);
+  if (format == "gemma") return render_gemma(tmpl, msgs, add_generation_prompt, bos_text);
   if (format == "plain") return render_plain(msgs, add_generation_prompt);
   throw Error(ErrorKind::Argument,
               "render_chat: unknown chat format '" + format +
                   "'; the formats are chatml, llama3, llama2, mistral-v0, mistral-v1, mistral-v3, mistral-v3-tekken, "
-                  "mistral-v7, zephyr, phi3, phi3-mini, phi4, plain");
+                  "mistral-v7, zephyr, phi3, phi3-mini, phi4, gemma, plain");
 }
 
 std::string apply_chat_template(const Tokenizer& t, const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
@@ -289,7 +318,7 @@ std::string apply_chat_template(const Tokenizer& t, const std::vector<ChatMessag
       *warning = tmpl.empty() ? "the model has no chat template (tokenizer.chat_template); using a plain "
                                 "'role: content' prompt"
                               : "the model's chat template is not one wick recognises (chatml, llama3, llama2, "
-                                "mistral, zephyr, phi3, phi4); using a plain 'role: content' prompt";
+                                "mistral, zephyr, phi3, phi4, gemma); using a plain 'role: content' prompt";
     return render_plain(msgs, add_generation_prompt);
   }
   const std::string bos = t.bos_id() >= 0 ? t.token_text(t.bos_id()) : "";

@@ -63,7 +63,7 @@ struct ChatMessage {
 
 // Which family's format tokenizer.chat_template is (recognised by its distinctive markers):
 // "chatml", "llama3", "llama2", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-// "zephyr", "phi3" (Phi-3 small/vision), "phi3-mini" (Phi-3 mini/medium), "phi4"; "" when unknown or
+// "zephyr", "phi3" (Phi-3 small/vision, 3.5), "phi3-mini" (Phi-3 mini/medium), "phi4", "gemma"; "" when unknown or
 // absent.
 std::string detect_chat_template(const std::string& tmpl);
 
