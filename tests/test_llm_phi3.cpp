@@ -90,7 +90,8 @@ TEST(LlmPhi3, HuggingFaceDirectoryEqualsGguf) {
   EXPECT_EQ(m->config().rope_long_factors, e["rope_long_factors"].get<std::vector<float>>());
 }
 
-// What the family cannot run is an error naming it: more rotary dims than the head has, LongRoPE factors
+// What the family cannot run is an error naming it: a rotary fraction past 1, an odd count of rotary dims
+// (0.7 of 16: 11), LongRoPE factors
 // that do not cover the rotary dims (3/4 of 16 rotated: 6 pairs, the file has 8), a longrope config
 // without its factors.
 TEST(LlmPhi3, UnsupportedAndBrokenConfigsAreErrors) {
@@ -105,8 +106,9 @@ TEST(LlmPhi3, UnsupportedAndBrokenConfigsAreErrors) {
     std::ofstream(dir / "config.json") << j.dump();
     return what_of([&] { (void)Model::load(dir.string(), f32_cpu()); });
   };
-  EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 1.5; }).find("within the head dim 16"),
+  EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 1.5; }).find("partial_rotary_factor must be"),
             std::string::npos);
+  EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 0.7; }).find("must be even"), std::string::npos);
   EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 0.75; }).find("needs 6 long and short"),
             std::string::npos);
   EXPECT_NE(with([](nlohmann::json& j) { j["rope_scaling"].erase("long_factor"); }).find("long_factor"),

@@ -41,8 +41,8 @@ void check_sizes(const ModelConfig& c, const std::string& path) {
   if (!c.sliding_layers.empty() && c.sliding_layers.size() != c.n_layers)
     bad(path, "the sliding-window layer list has " + std::to_string(c.sliding_layers.size()) + " entries for " +
                   std::to_string(c.n_layers) + " layers");
-  if (c.rope_local_theta < 0 || !(c.attention_scale >= 0) || !(c.final_logit_softcap >= 0) ||
-      !std::isfinite(c.attention_scale) || !std::isfinite(c.final_logit_softcap))
+  if (!(c.rope_local_theta >= 0) || !std::isfinite(c.rope_local_theta) || !(c.attention_scale >= 0) ||
+      !(c.final_logit_softcap >= 0) || !std::isfinite(c.attention_scale) || !std::isfinite(c.final_logit_softcap))
     bad(path, "local rope base, attention scale and final logit soft-cap must be non-negative and finite");
   if (c.rope_scaling == RopeScaling::Yarn &&
       (!(c.rope_yarn_beta_fast > 0) || !(c.rope_yarn_beta_slow > 0) || c.rope_original_max_position == 0 ||
@@ -233,8 +233,10 @@ ModelConfig parse_hf(const std::string& config_path) {
   c.n_kv_heads = size(k.n_kv_heads.hf, c.n_heads);
   c.head_dim = size(k.head_dim.hf, c.n_heads ? c.hidden / c.n_heads : 0);
   c.rope_dim = c.head_dim;
-  if (const auto prf = num(j, "partial_rotary_factor"); prf && *prf != 1.0)
-    c.rope_dim = size_t(double(c.head_dim) * *prf);  // Phi-4-mini; check_sizes says it is unsupported
+  if (const auto prf = num(j, "partial_rotary_factor"); prf && *prf != 1.0) {
+    if (!(*prf > 0 && *prf <= 1)) bad(config_path, "partial_rotary_factor must be in (0, 1]");
+    c.rope_dim = size_t(double(c.head_dim) * *prf);  // Phi-4-mini: the first 3/4 of each head rotate
+  }
   c.max_position = size(k.context_length.hf, 4096);
   c.rms_eps = num(j, k.rms_eps.hf).value_or(1e-6);
   // Rope settings: top-level rope_theta / rope_scaling (transformers 4), or rope_parameters

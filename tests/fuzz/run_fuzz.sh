@@ -21,8 +21,8 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-saniti
 case "$target" in
   model_gguf | tokenizer_gguf) seeds=("$root"/tests/fixtures/llm/*/model*.gguf "$root"/tests/fixtures/vocab/*.gguf) ;;
   tokenizer_json) seeds=("$root"/tests/fixtures/llm/*/tokenizer.json) ;;
-  config_json) seeds=("$root"/tests/fixtures/llm/*/config.json) ;;
-  safetensors) seeds=("$root"/tests/fixtures/llm/*/*.safetensors "$root"/tests/fixtures/io/*.safetensors) ;;
+  config_json) seeds=("$root"/tests/fixtures/llm/*/config.json "$root"/tests/fixtures/llm/*/*/config.json) ;;
+  safetensors) seeds=("$root"/tests/fixtures/llm/*/*.safetensors "$root"/tests/fixtures/llm/*/*/*.safetensors "$root"/tests/fixtures/io/*.safetensors) ;;
   *) echo "run_fuzz.sh: unknown target '$target' (model_gguf, tokenizer_json, tokenizer_gguf, config_json, safetensors)" >&2
      exit 2 ;;
 esac
