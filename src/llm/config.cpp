@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "archs.hpp"
@@ -252,6 +253,17 @@ ModelConfig parse_hf(const std::string& config_path) {
       }
     }
   }
+  // transformers 5 writes a model with two kinds of layers (Gemma 3) with one rope_parameters object per kind:
+  // the full-attention layers' is the model's rope; the sliding layers' gives their base.
+  std::optional<double> sliding_theta;
+  if (const nlohmann::json* full = json_object_field(rp, "full_attention", context, "rope_parameters.")) {
+    if (const nlohmann::json* sl = json_object_field(rp, "sliding_attention", context, "rope_parameters."))
+      sliding_theta = num(*sl, "rope_theta", "rope_parameters.sliding_attention.");
+    const nlohmann::json flat = *full;
+    rp = flat;
+    rp_from.clear();
+    for (const auto& [key, v] : rp.items()) rp_from[key] = "rope_parameters.full_attention.";
+  }
   auto rope_num = [&](const char* key) { return num(rp, key, rp_from[key]); };
   auto rope_str = [&](const char* key) { return json_field<std::string>(rp, key, context, rp_from[key]); };
   c.rope_theta = num(j, k.rope_theta.hf).value_or(rope_num("rope_theta").value_or(10000.0));
@@ -330,7 +342,7 @@ ModelConfig parse_hf(const std::string& config_path) {
       const size_t pattern = size("sliding_window_pattern", 6);
       for (size_t l = 0; l < c.n_layers; ++l) c.sliding_layers.push_back(pattern == 0 || (l + 1) % pattern != 0);
     }
-    c.rope_local_theta = num(j, "rope_local_base_freq").value_or(10000.0);
+    c.rope_local_theta = num(j, "rope_local_base_freq").value_or(sliding_theta.value_or(10000.0));
     c.attention_scale = 1.0 / std::sqrt(num(j, "query_pre_attn_scalar").value_or(double(c.head_dim)));
     c.final_logit_softcap = json_field_or(j, "final_logit_softcapping", 0.0, context);
     c.norm_weight_offset = 1.0;
