@@ -117,8 +117,10 @@ double run_batched(Model& m, const std::vector<Alone>& ref, const std::vector<si
 // alone up to rounding (OpenBLAS sums a row's products in another order for other row counts; paged attention sums in
 // its own order): bound 1e-4, measured <= 2.3e-5; the Q4_K_M files 0.25, measured 0.062 (llama2, prompts whole; AMD
 // EPYC, AVX-512 VNNI) and 0.153 (qwen3, chunks of 3; the GPU machine's Intel CPU), see below; a key from the wrong
-// block or position moves logits by O(1). Greedy tokens are equal.
-void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie) {
+// block or position moves logits by O(1). Greedy tokens are equal. relative: bound and tie are fractions of the
+// model's largest alone logit (half precision: its rounding scales with the logits, which reach 60 on the tied
+// fixtures).
+void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie, bool relative = false) {
   std::vector<std::string> paths;
   for (const char* f : {"llama2", "llama3", "mistral", "qwen2", "qwen3"})
     if (fs::exists(kLlm + f + "/model-f16.gguf")) paths.push_back(kLlm + f + "/model-f16.gguf");
@@ -139,17 +141,24 @@ void same_as_alone(const LoadOptions& lo, DType kv, double bound, float tie) {
       for (size_t j = 0; j < lens[i]; ++j) p.push_back(static_cast<int32_t>((j * 7 + 3 + 11 * i) % vocab));
       ref.push_back(run_alone(*m, p, 9, kv));
     }
+    double scale = 1;
+    if (relative) {
+      scale = 0;
+      for (const Alone& a : ref)
+        for (const auto& row : a.logits)
+          for (float v : row) scale = std::max(scale, double(std::fabs(v)));
+    }
     const std::vector<size_t>& prompt_len = lens;
     for (size_t chunk : {3u, 64u}) {
       const std::string what =
           path + " " + lo.device.name() + " " + dtype_name(m->dtype()) + " chunk " + std::to_string(chunk);
-      const double worst = run_batched(*m, ref, prompt_len, arrive, chunk, 4, what, kv, tie);
+      const double worst = run_batched(*m, ref, prompt_len, arrive, chunk, 4, what, kv, float(tie * scale));
       std::printf("%s: max |batched - alone| logit %.3g\n", what.c_str(), worst);
       // A quantized file's products quantize the activations (Q8), and the CPU's kernels for more than 8
       // rows sum a row's blocks in another order than those for fewer: a last-bit difference can move one
       // activation to the next step of 1/127, which moves logits by up to a few tenths.
       const bool quantized = path.find("q4_") != std::string::npos;
-      EXPECT_LE(worst, quantized ? std::max(bound, 0.25) : bound) << what;
+      EXPECT_LE(worst, quantized ? std::max(bound * scale, 0.25) : bound * scale) << what;
     }
   }
 }
@@ -160,7 +169,8 @@ TEST(LlmBatch, SameLogitsAsEachSequenceAlone) { same_as_alone(f32_cpu(), DType::
 
 // On a GPU (skipped without one): f32 with f32 KV, and f16 with f16 KV. The GPU's products pick other
 // kernels for other row counts, so logits differ by rounding; a greedy token may differ only where the two
-// best logits alone are within `tie`.
+// best logits alone are within `tie`. f16: 2e-3 of the largest logit, about 3x transformers' own f16 against
+// its f32 on these fixtures (0.039 of 63.7 on qwen3; an absolute 0.05 was within that rounding).
 TEST(LlmBatch, SameLogitsAsEachSequenceAloneGpu) {
   const Device d = Device::best();
   if (d.is_cpu()) GTEST_SKIP() << "no usable GPU: " << gpu_unavailable_reason();
@@ -169,7 +179,7 @@ TEST(LlmBatch, SameLogitsAsEachSequenceAloneGpu) {
   o.dtype = DType::F32;
   same_as_alone(o, DType::F32, 1e-3, 1e-3f);
   o.dtype = DType::F16;
-  same_as_alone(o, DType::F16, 5e-2, 5e-2f);
+  same_as_alone(o, DType::F16, 2e-3, 2e-3f, /*relative=*/true);
 }
 
 TEST(LlmBatch, BadBatchesAreErrors) {
