@@ -280,16 +280,43 @@ TEST(LlmModel, UnknownArchitectureListsTheSupportedOnes) {
   const std::string path = test::tmp_path("mamba.gguf");
   save_gguf(path, meta, ts);
   std::string w = what_of([&] { Model::load(path); });
-  EXPECT_NE(w.find("'mamba' is not supported; supported: llama, qwen2, qwen3"), std::string::npos) << w;
+  EXPECT_NE(w.find("'mamba' is not supported; supported: llama, qwen2, qwen3, phi3, gemma3"), std::string::npos) << w;
   const fs::path d = fs::path(test::tmp_path("hf")).parent_path() / "hf_mamba";
   fs::create_directories(d);
   nlohmann::json cfg = read_json(kDev + "dev_llama/config.json");
   cfg["model_type"] = "mamba";
   std::ofstream(d / "config.json") << cfg.dump();
   w = what_of([&] { Model::load(d.string()); });
-  EXPECT_NE(w.find("'mamba' is not supported; supported: llama, mistral, qwen2, qwen3"), std::string::npos) << w;
+  EXPECT_NE(w.find("'mamba' is not supported; supported: llama, mistral, qwen2, qwen3, phi3, gemma3_text"),
+            std::string::npos)
+      << w;
   EXPECT_STREQ(arch_to_string(Arch::Mistral), "mistral");
   EXPECT_STREQ(arch_to_string(Arch::Qwen3), "qwen3");
+  EXPECT_STREQ(arch_to_string(Arch::Phi3), "phi3");
+  EXPECT_STREQ(arch_to_string(Arch::Gemma3), "gemma3");
+}
+
+// A mixture of experts under a dense family's name (Mixtral's GGUFs say llama; its config.json has
+// num_local_experts) is an Error saying so, not a missing feed-forward tensor.
+TEST(LlmModel, MixtureOfExpertsIsAnErrorNamingIt) {
+  const GGUFFile f = GGUFFile::open(kDev + "dev_llama/model.gguf");
+  std::vector<std::pair<std::string, GGUFValue>> meta;
+  for (const auto& [k, v] : f.metadata())
+    if (k.rfind("GGUF.", 0) != 0) meta.emplace_back(k, v);
+  meta.emplace_back("llama.expert_count", GGUFValue::of_u32(8));
+  std::vector<std::pair<std::string, Tensor>> ts;
+  for (const auto& t : f.tensors()) ts.emplace_back(t.name, f.load(t.name));
+  const std::string path = test::tmp_path("experts.gguf");
+  save_gguf(path, meta, ts);
+  std::string w = what_of([&] { Model::load(path); });
+  EXPECT_NE(w.find("a mixture of experts (llama.expert_count = 8) is not supported"), std::string::npos) << w;
+  const fs::path d = fs::path(test::tmp_path("hf")).parent_path() / "hf_experts";
+  fs::create_directories(d);
+  nlohmann::json cfg = read_json(kDev + "dev_llama/config.json");
+  cfg["num_local_experts"] = 8;
+  std::ofstream(d / "config.json") << cfg.dump();
+  w = what_of([&] { Model::load(d.string()); });
+  EXPECT_NE(w.find("a mixture of experts (num_local_experts = 8) is not supported"), std::string::npos) << w;
 }
 
 // A config.json key of the wrong JSON type is an Error that names the file, the key (rope settings

@@ -164,6 +164,10 @@ ModelConfig config_from_gguf(const GGUFFile& f, const std::string& path) {
   // convert_hf_to_gguf.py permutes llama q/k for llama.cpp's normal (interleaved) rope; qwen2/3
   // keep HF's order and use NEOX (halves).
   c.rope_interleaved = row->gguf_rope_interleaved;
+  // Mixtral's GGUFs say llama with experts: not a dense llama whose feed-forward tensors are missing.
+  if (const uint64_t experts = get_u({"expert_count", nullptr}, 0); experts > 0)
+    throw Error(ErrorKind::Unsupported, "model (" + path + "): a mixture of experts (" + p +
+                                            "expert_count = " + std::to_string(experts) + ") is not supported yet");
   if (k.sliding_window.gguf) c.sliding_window = get_u(k.sliding_window, 0);
   if (c.arch == Arch::Gemma3) {
     // As llama.cpp reads a gemma3 file: a window on layers l % pattern < pattern - 1 (pattern 6 unless the
@@ -325,6 +329,10 @@ ModelConfig parse_hf(const std::string& config_path) {
   c.qkv_bias = row->qkv_bias || attention_bias;
   c.qk_norm = row->qk_norm;
   c.rope_interleaved = false;
+  for (const char* key : {"num_local_experts", "num_experts"})
+    if (num(j, key).value_or(0) > 0)
+      throw Error(ErrorKind::Unsupported, "model (" + config_path + "): a mixture of experts (" + key + " = " +
+                                              j[key].dump() + ") is not supported yet");
   if (c.arch == Arch::Gemma3) {
     // transformers' Gemma3TextConfig: layer_types, else sliding_window_pattern (6): layer l slides unless
     // (l + 1) % pattern == 0; query_pre_attn_scalar^-1/2; RMSNorm weights applied as 1 + w.
