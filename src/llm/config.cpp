@@ -272,14 +272,18 @@ ModelConfig parse_hf(const std::string& config_path) {
   auto rope_str = [&](const char* key) { return json_field<std::string>(rp, key, context, rp_from[key]); };
   c.rope_theta = num(j, k.rope_theta.hf).value_or(rope_num("rope_theta").value_or(10000.0));
   const std::string rt = rope_str("rope_type").value_or(rope_str("type").value_or("default"));
+  // The scaled rope's original context, from the given value or dflt, checked to be a positive integer.
+  auto original_context = [&](std::optional<double> v, double dflt) {
+    const double omp = v.value_or(dflt);
+    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
+    return omp;
+  };
   if (rt == "llama3") {
     c.rope_scaling = RopeScaling::Llama3;
     c.rope_factor = rope_num("factor").value_or(8.0);
     c.rope_low_freq_factor = rope_num("low_freq_factor").value_or(1.0);
     c.rope_high_freq_factor = rope_num("high_freq_factor").value_or(4.0);
-    const double omp = rope_num("original_max_position_embeddings").value_or(8192);
-    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
-    c.rope_original_max_position = size_t(omp);
+    c.rope_original_max_position = size_t(original_context(rope_num("original_max_position_embeddings"), 8192));
     if (c.rope_low_freq_factor == c.rope_high_freq_factor)
       bad(config_path, "llama3 rope scaling needs low_freq_factor != high_freq_factor");
   } else if (rt == "linear") {
@@ -292,9 +296,8 @@ ModelConfig parse_hf(const std::string& config_path) {
                   "model (" + config_path + "): YaRN with mscale / mscale_all_dim is not supported");
     c.rope_scaling = RopeScaling::Yarn;
     c.rope_factor = rope_num("factor").value_or(1.0);
-    const double omp = rope_num("original_max_position_embeddings").value_or(double(c.max_position));
-    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
-    c.rope_original_max_position = size_t(omp);
+    c.rope_original_max_position =
+        size_t(original_context(rope_num("original_max_position_embeddings"), double(c.max_position)));
     c.rope_yarn_beta_fast = rope_num("beta_fast").value_or(32.0);
     c.rope_yarn_beta_slow = rope_num("beta_slow").value_or(1.0);
     c.rope_attn_factor =
@@ -311,9 +314,9 @@ ModelConfig parse_hf(const std::string& config_path) {
         out->push_back(v.get<float>());
       }
     }
-    const double omp = num(j, "original_max_position_embeddings")
-                           .value_or(rope_num("original_max_position_embeddings").value_or(double(c.max_position)));
-    if (!(omp >= 1 && omp < 1e9)) bad(config_path, "original_max_position_embeddings must be a positive integer");
+    const auto top = num(j, "original_max_position_embeddings");
+    const double omp =
+        original_context(top ? top : rope_num("original_max_position_embeddings"), double(c.max_position));
     c.rope_original_max_position = size_t(omp);
     const double scale = double(c.max_position) / omp;
     c.rope_attn_factor =

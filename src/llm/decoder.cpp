@@ -34,9 +34,7 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightSource& src, const 
   device_ = o.device;
   dtype_ = compute_dtype(o, src);
   default_cache_dtype_ = dtype_ == DType::BF16 ? DType::BF16 : DType::F16;
-  rope_ = RopeTable(
-      rope_inverse_frequencies(c, freq_factors), device_, dtype_,
-      c.rope_scaling == RopeScaling::LongRope || c.rope_scaling == RopeScaling::Yarn ? c.rope_attn_factor : 1.0);
+  rope_ = RopeTable(rope_inverse_frequencies(c, freq_factors), device_, dtype_, c.rope_attn_factor);
 
   // The bytes to load, for the progress callback: every tensor of the file that a layer may read.
   // The layers the file holds, not the count it claims: a file that claims more fails below, at the
@@ -123,17 +121,12 @@ Tensor DecoderModel::run(const std::vector<int32_t>& tokens, KvCache& cache, boo
   // cos/sin rows for positions pos0 .. pos0+T-1: views of a device table that covers the cache.
   rope_.ensure(cache.capacity());  // forward() checked pos0 + T <= capacity
   const Tensor cos = rope_.cos().narrow(0, pos0, T), sin = rope_.sin().narrow(0, pos0, T);
-  Tensor x;
-  if (spec_.sliding_layers.empty()) {
-    x = layers(embed(ids), cache, Step{T, cos, sin, pos0, key0, nullptr, 0});
-  } else {
-    // Layers with the window start at key0 (with their own rotary table, if any); the others at 0.
-    const RopeTable& lt = spec_.rope_local_theta > 0 ? rope_local_ : rope_;
-    if (&lt != &rope_) rope_local_.ensure(cache.capacity());
-    const Tensor lcos = lt.cos().narrow(0, pos0, T), lsin = lt.sin().narrow(0, pos0, T);
-    const Step local{T, lcos, lsin, pos0, key0, nullptr, 0};
-    x = layers(embed(ids), cache, Step{T, cos, sin, pos0, 0, nullptr, 0}, &local);
-  }
+  // Layers with the window start at key0 (with their own rotary table, if any); the others at 0.
+  if (spec_.rope_local_theta > 0) rope_local_.ensure(cache.capacity());
+  const RopeTable& lt = spec_.rope_local_theta > 0 ? rope_local_ : rope_;
+  const Tensor lcos = lt.cos().narrow(0, pos0, T), lsin = lt.sin().narrow(0, pos0, T);
+  const Step local{T, lcos, lsin, pos0, key0, nullptr, 0};
+  Tensor x = layers(embed(ids), cache, Step{T, cos, sin, pos0, 0, nullptr, 0}, &local);
   cache.advance(T);
   if (!all_logits) x = x.narrow(0, T - 1, 1);
   return soft_cap(head_.forward(x, fusions_));

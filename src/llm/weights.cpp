@@ -185,9 +185,7 @@ Tensor WeightLoader::tensor(const std::string& name, const Shape& expected) {
       throw Error(ErrorKind::DType, "model (" + src_.path() + "): tensor " + src_.file_name(name) + " is " +
                                         src_.type_name(name) + ", expected a float type");
   }
-  const std::string norm = "norm.weight";
-  if (norm_offset_ != 0 && name.size() >= norm.size() && name.compare(name.size() - norm.size(), norm.size(), norm) == 0)
-    t = t.to_dtype(DType::F32).affine(1.0, norm_offset_);
+  if (norm_offset_ != 0 && name.ends_with("norm.weight")) t = t.to_dtype(DType::F32).affine(1.0, norm_offset_);
   t = t.to_dtype(dtype_);
   bytes_ += t.numel() * dtype_size(t.dtype());
   step(name);
