@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
 #include "wick/llm/model.hpp"
 
 namespace wick::llm::test_util {
@@ -60,6 +61,19 @@ inline double nmse(const std::vector<double>& a, const std::vector<double>& b) {
 inline Tensor prefill(Model& m, const std::vector<int32_t>& ids, std::optional<DType> cache_dtype = DType::F32) {
   KvCache cache = m.make_cache(ids.size() + 4, cache_dtype);
   return m.forward(ids, cache, /*all_logits=*/true);
+}
+
+// Hugging Face directory `dir`'s model.safetensors copied into this test's temporary directory as `name`, beside
+// the config.json that edit() makes of dir's: a config variant of a fixture. Returns the copy's path.
+inline std::string hf_copy_with_config(const std::string& dir, const std::string& name,
+                                       const std::function<void(nlohmann::json&)>& edit) {
+  const fs::path out(test::tmp_path(name));
+  fs::create_directories(out);
+  fs::copy_file(dir + "/model.safetensors", out / "model.safetensors", fs::copy_options::overwrite_existing);
+  nlohmann::json cfg = read_json(dir + "/config.json");
+  edit(cfg);
+  std::ofstream(out / "config.json") << cfg.dump();
+  return out.string();
 }
 
 inline LoadOptions f32_cpu() {

@@ -5,10 +5,7 @@
 // cache), so most positions are past the window. The Hugging Face directory of the same weights (norms
 // stored as w of 1 + w) gives the same logits, and batched equals alone.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -47,22 +44,18 @@ TEST(LlmGemma3, MatchesLlamaCpp) {
 // no rope_theta, rope_scaling or rope_local_base_freq at the top: the same logits.
 TEST(LlmGemma3, Transformers5RopeParametersPerLayerKind) {
   const auto ids = ids_of(read_json(kGemma + "expected.json")["prompt_ids"]);
-  const fs::path dir = fs::temp_directory_path() / ("wick_gemma3_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(kGemma + "hf/model.safetensors", dir / "model.safetensors", fs::copy_options::overwrite_existing);
-  nlohmann::json cfg = read_json(kGemma + "hf/config.json");
-  nlohmann::json full = cfg["rope_scaling"];
-  full["rope_theta"] = cfg["rope_theta"];
-  cfg["rope_parameters"] = {
-      {"full_attention", full},
-      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", cfg["rope_local_base_freq"]}}}};
-  for (const char* k : {"rope_scaling", "rope_theta", "rope_local_base_freq"}) cfg.erase(k);
-  std::ofstream(dir / "config.json") << cfg.dump();
-  auto nested = Model::load(dir.string(), f32_cpu());
+  const std::string dir = hf_copy_with_config(kGemma + "hf", "nested", [](nlohmann::json& cfg) {
+    nlohmann::json full = cfg["rope_scaling"];
+    full["rope_theta"] = cfg["rope_theta"];
+    cfg["rope_parameters"] = {
+        {"full_attention", full},
+        {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", cfg["rope_local_base_freq"]}}}};
+    for (const char* k : {"rope_scaling", "rope_theta", "rope_local_base_freq"}) cfg.erase(k);
+  });
+  auto nested = Model::load(dir, f32_cpu());
   auto flat = Model::load(kGemma + "hf", f32_cpu());
   EXPECT_EQ(nested->config().rope_local_theta, 10000.0);
   EXPECT_EQ(nested->config().rope_theta, 1e6);
   EXPECT_EQ(nested->config().rope_scaling, RopeScaling::Linear);
   EXPECT_LT(max_rel_err(as_f64(prefill(*nested, ids)), as_f64(prefill(*flat, ids)), 512), 1e-6);
-  fs::remove_all(dir);
 }

@@ -6,8 +6,6 @@
 // (config.json with rope_scaling longrope, qkv_proj / gate_up_proj tensors) gives the GGUF's logits.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -95,16 +93,9 @@ TEST(LlmPhi3, HuggingFaceDirectoryEqualsGguf) {
 // that do not cover the rotary dims (3/4 of 16 rotated: 6 pairs, the file has 8), a longrope config
 // without its factors.
 TEST(LlmPhi3, UnsupportedAndBrokenConfigsAreErrors) {
-  const fs::path dir = fs::temp_directory_path() / ("wick_phi3_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(kPhi3 + "hf-longrope/model.safetensors", dir / "model.safetensors",
-                fs::copy_options::overwrite_existing);
-  const nlohmann::json base = read_json(kPhi3 + "hf-longrope/config.json");
   auto with = [&](const std::function<void(nlohmann::json&)>& f) {
-    nlohmann::json j = base;
-    f(j);
-    std::ofstream(dir / "config.json") << j.dump();
-    return what_of([&] { (void)Model::load(dir.string(), f32_cpu()); });
+    const std::string dir = hf_copy_with_config(kPhi3 + "hf-longrope", "variant", f);
+    return what_of([&] { (void)Model::load(dir, f32_cpu()); });
   };
   EXPECT_NE(with([](nlohmann::json& j) { j["partial_rotary_factor"] = 1.5; }).find("partial_rotary_factor must be"),
             std::string::npos);
@@ -117,5 +108,4 @@ TEST(LlmPhi3, UnsupportedAndBrokenConfigsAreErrors) {
               j["rope_scaling"]["short_factor"] = {1.0, 2.0};
             }).find("short factors"),
             std::string::npos);
-  fs::remove_all(dir);
 }

@@ -3,10 +3,7 @@
 // and llama.cpp's logits for a 48-token prompt (CPU, f32 weights and KV cache). The Hugging Face directory
 // of the same weights (rope_scaling type yarn) gives the same logits; without its rope_scaling they differ.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,15 +31,10 @@ TEST(LlmYarn, MatchesLlamaCpp) {
     EXPECT_LT(e, 1e-5) << path;
   }
   // The same weights with no rope scaling: the check above can fail.
-  const fs::path dir = fs::temp_directory_path() / ("wick_yarn_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::copy_file(kYarn + "hf-yarn/model.safetensors", dir / "model.safetensors", fs::copy_options::overwrite_existing);
-  nlohmann::json cfg = read_json(kYarn + "hf-yarn/config.json");
-  cfg.erase("rope_scaling");
-  std::ofstream(dir / "config.json") << cfg.dump();
-  auto plain = Model::load(dir.string(), f32_cpu());
+  auto plain = Model::load(
+      hf_copy_with_config(kYarn + "hf-yarn", "unscaled", [](nlohmann::json& j) { j.erase("rope_scaling"); }),
+      f32_cpu());
   const double e = max_rel_err(as_f64(prefill(*plain, ids)), want, 512);
   std::printf("without YaRN: max relative error %.3g\n", e);
   EXPECT_GT(e, 0.05);
-  fs::remove_all(dir);
 }
