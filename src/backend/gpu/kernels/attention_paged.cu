@@ -218,9 +218,12 @@ StoragePtr GpuStorage::paged_attention(const PagedAttention& a) const {
           launch_kernel(paged_write_kernel<T, CT>, grid_for(n), kBlock, 0, stream(),
                         as_gpu(*a.k).template ptr<T>(), as_gpu(*a.v).template ptr<T>(), kc, vc, slot, p);
           check_launch(op);
-          // Shared memory for the larger of the two wave layouts: 4 waves of 32 or 2 of 64 lanes.
-          const size_t smem = std::max(4 * (size_t(p.d) + 32) * sizeof(float) + 4 * 32 * sizeof(int64_t),
-                                       2 * (size_t(p.d) + 64) * sizeof(float) + 2 * 64 * sizeof(int64_t));
+          // Shared memory for the larger of the two wave layouts (the kernel's qs, ps and rs per wave).
+          const auto layout = [&](size_t lanes) {
+            const size_t waves = kPagedBlock / lanes;
+            return waves * (size_t(p.d) + lanes) * sizeof(float) + waves * lanes * sizeof(int64_t);
+          };
+          const size_t smem = std::max(layout(32), layout(64));
           allow_dynamic_smem(reinterpret_cast<const void*>(paged_attention_kernel<T, CT>), smem, op);
           const dim3 grid(unsigned((p.t * p.h_q + kPagedRows - 1) / kPagedRows), unsigned(p.n_splits));
           std::shared_ptr<GpuStorage> part;
